@@ -1,0 +1,24 @@
+"""FedProx (Li et al., MLSys 2020): a proximal term mu/2 ||theta - w||^2 (ALGORITHMS.md §2)."""
+
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
+
+
+class FedProxConfig(AlgorithmConfig):
+    """FedProx options."""
+
+    name: Literal["fedprox"] = "fedprox"
+    mu: float = Field(0.01, ge=0, description="Proximal weight mu (paper tunes 0.001-1).")
+
+
+class FedProx(Algorithm):
+    """FedAvg plus the gradient mu * (theta - w) of the proximal term at every local step."""
+
+    name = "fedprox"
+
+    def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor:
+        return self.config.mu * (params - ctx.shared["anchor"])

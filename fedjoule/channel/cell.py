@@ -1,0 +1,77 @@
+"""One cell: clients' large-scale gains (geometry, path loss, shadowing) and each round's links."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedjoule import rng
+from fedjoule.channel.fading import fading_power, shadowing_linear
+from fedjoule.channel.geometry import distances_m, uniform_disc_positions
+from fedjoule.channel.link import Link, noise_psd_w_per_hz
+from fedjoule.channel.pathloss import free_space_db, log_distance_db, macro_3gpp_db
+from fedjoule.channel.units import db_to_linear, dbm_to_w
+
+
+@dataclass
+class Cell:
+    """Static large-scale channel state of the N clients (drawn once: it changes slowly)."""
+
+    distance_m: np.ndarray | None  # None when the scenario gives the SNR directly
+    large_scale_gain: np.ndarray | None  # path loss x shadowing, linear
+    noise_psd_w_per_hz: float
+
+
+def path_loss_db(section, distance_m: np.ndarray) -> np.ndarray:
+    if section.path_loss == "macro-3gpp":
+        return macro_3gpp_db(distance_m)
+    if section.path_loss == "free-space":
+        return free_space_db(distance_m, section.carrier_hz)
+    return log_distance_db(distance_m, section.pl0_db, section.pl_exponent)
+
+
+def build_cell(section, n_clients: int, seed: int) -> Cell:
+    noise = noise_psd_w_per_hz(section.noise_dbm_per_hz, section.noise_figure_db)
+    if section.snr_db is not None:
+        return Cell(None, None, noise)
+    positions = uniform_disc_positions(
+        rng.stream(seed, "geometry"), n_clients, section.cell_radius_m, section.min_distance_m
+    )
+    distance = distances_m(positions)
+    shadow = shadowing_linear(rng.stream(seed, "shadowing"), section.shadowing_sigma_db, n_clients)
+    return Cell(distance, db_to_linear(-path_loss_db(section, distance)) * shadow, noise)
+
+
+def round_fading(section, n_clients: int, seed: int, round_index: int) -> tuple:
+    """Uplink and downlink block-fading power gains of every client in one round."""
+    gen = rng.stream(seed, "fading", round_index)
+    kind, k = section.fading, section.rician_k
+    return fading_power(gen, kind, n_clients, k_factor=k), fading_power(
+        gen, kind, n_clients, k_factor=k
+    )
+
+
+def round_links(section, cell: Cell, tx_power_w: np.ndarray, clients, fading) -> tuple[list, list]:
+    """Uplink and downlink `Link`s of the given clients for one round."""
+    up_fading, down_fading = fading
+    bs_power_w = dbm_to_w(section.bs_tx_power_dbm)
+    uplinks, downlinks = [], []
+    for k in clients:
+        if cell.large_scale_gain is None:  # SNR given directly: fading scales it
+            down_db = section.snr_db if section.downlink_snr_db is None else section.downlink_snr_db
+            uplinks.append(
+                Link(tx_power_w[k], snr_fixed=db_to_linear(section.snr_db) * up_fading[k])
+            )
+            downlinks.append(Link(bs_power_w, snr_fixed=db_to_linear(down_db) * down_fading[k]))
+        else:
+            gain = cell.large_scale_gain[k]
+            uplinks.append(Link(tx_power_w[k], gain * up_fading[k], cell.noise_psd_w_per_hz))
+            downlinks.append(Link(bs_power_w, gain * down_fading[k], cell.noise_psd_w_per_hz))
+    return uplinks, downlinks
+
+
+def mean_uplink_snr_db(section, cell: Cell, tx_power_w: np.ndarray, bandwidth_hz: float):
+    """Each client's fading-averaged uplink SNR (dB) over `bandwidth_hz` (for clients.csv)."""
+    if cell.large_scale_gain is None:
+        return np.full(len(tx_power_w), float(section.snr_db))
+    snr = tx_power_w * cell.large_scale_gain / (cell.noise_psd_w_per_hz * bandwidth_hz)
+    return 10 * np.log10(snr)

@@ -1,0 +1,241 @@
+"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues.
+
+Every medium has the same interface. Inside a client process::
+
+    try:
+        airtime_s = yield from medium.transmit(bits, link)
+    except TransmissionAborted as aborted:   # a simpy.Interrupt hit the client
+        airtime_s = aborted.airtime_s        # time actually spent sending
+
+`transmit` returns the time the client spent sending (queueing time excluded), so
+the transmit energy is `link.tx_energy_j(airtime_s)` in both cases.
+"""
+
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from fedjoule.channel.link import Link
+from fedjoule.errors import FedjouleError
+
+ACCESS_KINDS = ("fdma", "tdma", "ofdma")
+
+# Transfers whose remaining time is below this are done together (float round-off).
+_FINISH_TOLERANCE_S = 1e-9
+
+
+class TransmissionAborted(simpy.Interrupt):
+    """A transmission cut short by a `simpy.Interrupt` of the transmitting process.
+
+    It is itself a `simpy.Interrupt` with the same `cause`, so a client process that
+    catches `simpy.Interrupt` also catches it.
+    """
+
+    def __init__(self, airtime_s: float, cause: Any, bits_sent: float) -> None:
+        super().__init__(cause)
+        self.airtime_s = airtime_s
+        self.bits_sent = bits_sent
+
+    def __str__(self) -> str:
+        return (
+            f"TransmissionAborted(cause={self.cause!r}, airtime_s={self.airtime_s}, "
+            f"bits_sent={self.bits_sent})"
+        )
+
+
+def _check_bits(bits: float) -> float:
+    bits = float(bits)
+    if not bits >= 0:
+        raise ValueError(f"cannot transmit {bits} bits")
+    return bits
+
+
+class _Transfer:
+    """One transmitter's state on the FDMA medium."""
+
+    __slots__ = ("bits", "link", "remaining_bits", "rate_bps", "done")
+
+    def __init__(self, bits: float, link: Link, done: simpy.Event) -> None:
+        self.bits = bits
+        self.link = link
+        self.remaining_bits = bits
+        self.rate_bps = 0.0
+        self.done = done
+
+
+class FdmaMedium:
+    """Band `bandwidth_hz` split equally among the transmitters active at each moment.
+
+    Exact processor sharing: with n active transmitters each sends at
+    `link.rate_bps(bandwidth_hz / n)`; on every join, finish or abort the remaining
+    bits are brought up to date, the rates recomputed and one wake-up timer re-armed
+    for the next finish.
+    """
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
+        if not bandwidth_hz > 0:
+            raise FedjouleError(f"the uplink bandwidth must be > 0 Hz, got {bandwidth_hz}")
+        self.env = env
+        self.bandwidth_hz = float(bandwidth_hz)
+        self._transfers: list[_Transfer] = []
+        self._last_update_s = env.now
+        self._generation = 0  # bumped on every change; older wake-ups are ignored
+
+    @property
+    def active_count(self) -> int:
+        """Number of transmitters currently on the medium."""
+        return len(self._transfers)
+
+    @property
+    def share_hz(self) -> float:
+        """Bandwidth each active transmitter has now (the whole band when idle)."""
+        return self.bandwidth_hz / max(1, len(self._transfers))
+
+    def transmit(self, bits: float, link: Link) -> Generator[simpy.Event, Any, float]:
+        """Send `bits` over `link`; returns the airtime, raises TransmissionAborted."""
+        bits = _check_bits(bits)
+        start_s = self.env.now
+        if bits == 0:
+            return 0.0
+        transfer = _Transfer(bits, link, self.env.event())
+        self._advance()
+        self._transfers.append(transfer)
+        self._rearm()
+        try:
+            yield transfer.done
+        except simpy.Interrupt as interrupt:
+            if transfer in self._transfers:
+                self._advance()
+                self._transfers.remove(transfer)
+                self._rearm()
+            raise TransmissionAborted(
+                self.env.now - start_s, interrupt.cause, bits - transfer.remaining_bits
+            ) from interrupt
+        return self.env.now - start_s
+
+    def _advance(self) -> None:
+        """Subtract the bits sent since the last change at the current rates."""
+        elapsed_s = self.env.now - self._last_update_s
+        if elapsed_s > 0:
+            for transfer in self._transfers:
+                transfer.remaining_bits -= transfer.rate_bps * elapsed_s
+        self._last_update_s = self.env.now
+
+    def _rearm(self) -> None:
+        """Recompute the rates and schedule a wake-up at the next finish."""
+        self._generation += 1
+        if not self._transfers:
+            return
+        share_hz = self.bandwidth_hz / len(self._transfers)
+        next_s = float("inf")
+        for transfer in self._transfers:
+            transfer.rate_bps = transfer.link.rate_bps(share_hz)
+            if transfer.rate_bps > 0:
+                next_s = min(next_s, max(0.0, transfer.remaining_bits) / transfer.rate_bps)
+        if next_s == float("inf"):
+            return  # nobody can make progress; only an interrupt ends these transfers
+        timer = self.env.timeout(next_s)
+        generation = self._generation
+        timer.callbacks.append(lambda _event: self._wake(generation))
+
+    def _wake(self, generation: int) -> None:
+        if generation != self._generation:
+            return  # the medium changed after this wake-up was armed
+        self._advance()
+        finished = [
+            t
+            for t in self._transfers
+            if t.rate_bps > 0 and t.remaining_bits <= t.rate_bps * _FINISH_TOLERANCE_S
+        ]
+        if not finished:  # round-off left the earliest finisher a few bits short
+            finished = [min(self._transfers, key=_time_left_s)]
+        for transfer in finished:
+            self._transfers.remove(transfer)
+            transfer.remaining_bits = 0.0
+            transfer.done.succeed()
+        self._rearm()
+
+
+def _time_left_s(transfer: _Transfer) -> float:
+    if transfer.rate_bps <= 0:
+        return float("inf")
+    return transfer.remaining_bits / transfer.rate_bps
+
+
+class _QueuedMedium:
+    """`channels` parallel sub-bands of bandwidth_hz / channels, FIFO queue (SimPy Resource)."""
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float, channels: int) -> None:
+        if not bandwidth_hz > 0:
+            raise FedjouleError(f"the uplink bandwidth must be > 0 Hz, got {bandwidth_hz}")
+        self.env = env
+        self.bandwidth_hz = float(bandwidth_hz)
+        self.share_hz = self.bandwidth_hz / channels
+        self._resource = simpy.Resource(env, capacity=channels)
+
+    @property
+    def active_count(self) -> int:
+        """Number of transmitters currently sending."""
+        return self._resource.count
+
+    @property
+    def queued_count(self) -> int:
+        """Number of transmitters waiting for the medium."""
+        return len(self._resource.queue)
+
+    def transmit(self, bits: float, link: Link) -> Generator[simpy.Event, Any, float]:
+        """Queue, then send `bits` over `link`; returns the airtime (sending time only)."""
+        bits = _check_bits(bits)
+        if bits == 0:
+            return 0.0
+        sending_since_s: float | None = None
+        rate_bps = 0.0
+        with self._resource.request() as request:
+            try:
+                yield request
+                sending_since_s = self.env.now
+                rate_bps = link.rate_bps(self.share_hz)
+                # A zero-rate link holds its sub-band until an interrupt ends it.
+                yield self.env.timeout(bits / rate_bps) if rate_bps > 0 else self.env.event()
+            except simpy.Interrupt as interrupt:
+                airtime_s = 0.0 if sending_since_s is None else self.env.now - sending_since_s
+                bits_sent = min(bits, rate_bps * airtime_s)
+                raise TransmissionAborted(airtime_s, interrupt.cause, bits_sent) from interrupt
+        assert sending_since_s is not None
+        return self.env.now - sending_since_s
+
+
+class TdmaMedium(_QueuedMedium):
+    """One transmitter at a time with the whole band; the others queue in FIFO order."""
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
+        super().__init__(env, bandwidth_hz, 1)
+
+
+class OfdmaMedium(_QueuedMedium):
+    """`resource_blocks` blocks of bandwidth_hz / resource_blocks; one block per transmitter."""
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float, resource_blocks: int) -> None:
+        if int(resource_blocks) != resource_blocks or resource_blocks < 1:
+            raise FedjouleError(
+                f"OFDMA needs a whole number of resource blocks >= 1, got {resource_blocks}"
+            )
+        super().__init__(env, bandwidth_hz, int(resource_blocks))
+        self.resource_blocks = int(resource_blocks)
+
+
+Medium = FdmaMedium | TdmaMedium | OfdmaMedium
+
+
+def make_medium(
+    env: simpy.Environment, access: str, bandwidth_hz: float, resource_blocks: int = 10
+) -> Medium:
+    """The medium for `access` in {"fdma", "tdma", "ofdma"}."""
+    if access == "fdma":
+        return FdmaMedium(env, bandwidth_hz)
+    if access == "tdma":
+        return TdmaMedium(env, bandwidth_hz)
+    if access == "ofdma":
+        return OfdmaMedium(env, bandwidth_hz, resource_blocks)
+    raise FedjouleError(f"unknown uplink access {access!r}; valid: {', '.join(ACCESS_KINDS)}")

@@ -1,0 +1,177 @@
+"""The `fedjoule` command line: thin; parses, calls the packages, prints."""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fedjoule import __version__
+from fedjoule.errors import FedjouleError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="fedjoule: energy-aware wireless federated-learning simulator.",
+)
+console = Console()
+errors = Console(stderr=True)
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
+]
+
+
+@app.command()
+def run(
+    scenario: Annotated[
+        str, typer.Argument(help="A built-in scenario name or a YAML file.")
+    ] = "default",
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default runs/<name>-<time>).")
+    ] = None,
+    set_: SetOption = None,
+    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
+    ] = None,
+    executor: Annotated[
+        str, typer.Option(help="vectorised (all clients at once) or sequential (reference).")
+    ] = "vectorised",
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.run import run_scenario
+
+    if executor not in ("vectorised", "sequential"):
+        raise FedjouleError(f"--executor {executor!r}: expected vectorised or sequential")
+    loaded = None if resume else load_scenario(scenario, set_ or [])
+    if resume and set_:
+        raise FedjouleError("--resume continues a run as it was; --set cannot change it")
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    )
+    task = None
+
+    def on_start(world, first_round: int) -> None:
+        nonlocal task
+        name = world.scenario.name
+        console.print(
+            f"[bold]{name}[/]: {world.scenario.population.size} clients, "
+            f"{world.scenario.algorithm.name}, model {world.scenario.model.name} "
+            f"({world.model.n_params:,} parameters) on {world.device}"
+        )
+        task = progress.add_task(
+            name, total=world.scenario.training.rounds, completed=first_round, status=""
+        )
+
+    def on_round(row: dict) -> None:
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        if row.get("accuracy") is not None:
+            status += f"  acc {row['accuracy']:.3f}"
+        progress.update(task, advance=1, status=status)
+
+    with progress:
+        out_dir, summary = run_scenario(
+            loaded,
+            out,
+            data_dir=data_dir,
+            device=device,
+            executor=executor,
+            resume=resume,
+            on_start=on_start,
+            on_round=on_round,
+        )
+    print_summary(summary)
+    console.print(f"results in [bold]{out_dir}[/]")
+
+
+def print_summary(summary: dict) -> None:
+    table = Table(title="summary", show_header=False)
+    for key, value in summary.items():
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        table.add_row(key, "—" if value is None else str(value))
+    console.print(table)
+
+
+@app.command()
+def scenarios() -> None:
+    """List the built-in scenarios."""
+    from fedjoule.scenarios.loading import builtin_names, load_scenario
+
+    table = Table(show_header=True)
+    table.add_column("name")
+    table.add_column("description")
+    for name in builtin_names():
+        table.add_row(name, load_scenario(name).description)
+    console.print(table)
+
+
+@app.command()
+def validate(
+    file: Annotated[str, typer.Argument(help="A scenario YAML file or built-in name.")],
+    set_: SetOption = None,
+    show: Annotated[bool, typer.Option("--show", help="Print the resolved scenario.")] = False,
+) -> None:
+    """Check a scenario file; print what is wrong, or the resolved scenario with --show."""
+    from fedjoule.scenarios.loading import load_scenario, scenario_yaml
+
+    scenario = load_scenario(file, set_ or [])
+    if show:
+        console.print(scenario_yaml(scenario), markup=False, highlight=False)
+    console.print(f"{file}: valid")
+
+
+@app.command()
+def reference() -> None:
+    """Print the scenario reference (every field, its default and meaning) as Markdown."""
+    from fedjoule.scenarios.reference import reference_markdown
+
+    sys.stdout.write(reference_markdown())
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    console.print(__version__)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except FedjouleError as exc:
+        errors.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        errors.print("interrupted; resume with `fedjoule run --resume --out DIR`")
+        sys.exit(130)
+    except (typer.Abort, typer.Exit) as exc:
+        sys.exit(getattr(exc, "exit_code", 1))
+    except Exception as exc:  # click usage errors carry their own exit codes
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

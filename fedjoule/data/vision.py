@@ -1,0 +1,148 @@
+"""Torchvision image datasets loaded as whole, normalised tensors."""
+
+import os
+import pathlib
+
+import numpy as np
+import torch
+import torchvision
+
+from fedjoule.errors import FedjouleError
+
+VISION_DATASETS: dict[str, str] = {
+    "mnist": "MNIST handwritten digits, 1x28x28, 10 classes, 60k/10k",
+    "fashion-mnist": "Fashion-MNIST clothing images, 1x28x28, 10 classes, 60k/10k",
+    "kmnist": "Kuzushiji-MNIST cursive Japanese, 1x28x28, 10 classes, 60k/10k",
+    "emnist": "EMNIST balanced split letters+digits, 1x28x28, 47 classes, 112.8k/18.8k",
+    "cifar10": "CIFAR-10 natural images, 3x32x32, 10 classes, 50k/10k",
+    "svhn": "SVHN street-view house numbers, 3x32x32, 10 classes, 73k/26k",
+}
+
+# Standard per-channel mean and std of the training images (pixel values in [0, 1]).
+_NORMALISATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fashion-mnist": ((0.2860,), (0.3530,)),
+    "kmnist": ((0.1918,), (0.3483,)),
+    "emnist": ((0.1751,), (0.3332,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "svhn": ((0.4377, 0.4438, 0.4728), (0.1980, 0.2010, 0.1970)),
+}
+
+# The folder torchvision reads under the root, for the error message.
+_LAYOUT: dict[str, str] = {
+    "mnist": "MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte",
+    "fashion-mnist": "FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte",
+    "kmnist": "KMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte",
+    "emnist": "EMNIST/raw/emnist-balanced-{train,test}-{images-idx3,labels-idx1}-ubyte",
+    "cifar10": "cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}",
+    "svhn": "{train,test}_32x32.mat",
+}
+
+Tensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+# Loaded datasets keyed by (name, resolved root); callers must treat them as read-only.
+_CACHE: dict[tuple[str, str], Tensors] = {}
+
+
+def resolve_data_dir(explicit: str | os.PathLike | None) -> pathlib.Path:
+    """The dataset root: `explicit`, else $FEDJOULE_DATA_DIR, else the user cache folder."""
+    if explicit is not None and str(explicit) != "":
+        return pathlib.Path(explicit).expanduser()
+    env = os.environ.get("FEDJOULE_DATA_DIR")
+    if env:
+        return pathlib.Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(cache).expanduser() if cache else pathlib.Path.home() / ".cache"
+    return base / "fedjoule" / "datasets"
+
+
+def _open(name: str, root: pathlib.Path, train: bool, download: bool):
+    """The torchvision dataset object for one split."""
+    datasets = torchvision.datasets
+    if name == "mnist":
+        return datasets.MNIST(root, train=train, download=download)
+    if name == "fashion-mnist":
+        return datasets.FashionMNIST(root, train=train, download=download)
+    if name == "kmnist":
+        return datasets.KMNIST(root, train=train, download=download)
+    if name == "emnist":
+        return datasets.EMNIST(root, split="balanced", train=train, download=download)
+    if name == "cifar10":
+        return datasets.CIFAR10(root, train=train, download=download)
+    if name == "svhn":
+        return datasets.SVHN(root, split="train" if train else "test", download=download)
+    raise AssertionError(name)
+
+
+def _images_and_labels(name: str, ds) -> tuple[torch.Tensor, torch.Tensor]:
+    """Raw uint8 images (n, C, H, W) and int64 labels, read from the dataset's arrays."""
+    if name == "cifar10":  # numpy (n, H, W, C)
+        images = torch.from_numpy(np.ascontiguousarray(ds.data)).permute(0, 3, 1, 2)
+        labels = torch.as_tensor(np.asarray(ds.targets), dtype=torch.int64)
+    elif name == "svhn":  # numpy (n, C, H, W), labels in .labels
+        images = torch.from_numpy(np.ascontiguousarray(ds.data))
+        labels = torch.as_tensor(np.asarray(ds.labels), dtype=torch.int64)
+    else:  # MNIST family: uint8 tensor (n, H, W)
+        images = ds.data
+        if name == "emnist":  # EMNIST images are stored transposed; make them upright
+            images = images.transpose(1, 2)
+        images = images.unsqueeze(1)
+        labels = torch.as_tensor(ds.targets, dtype=torch.int64)
+    return images, labels
+
+
+def _normalise(name: str, images: torch.Tensor) -> torch.Tensor:
+    """float32 images with the dataset's standard per-channel mean/std removed."""
+    mean, std = _NORMALISATION[name]
+    x = images.to(torch.float32).contiguous()
+    x.div_(255.0)
+    x.sub_(torch.tensor(mean).view(1, -1, 1, 1)).div_(torch.tensor(std).view(1, -1, 1, 1))
+    return x
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
+def _open_or_fail(name: str, root: pathlib.Path, train: bool, download: bool):
+    """Open one split from disk, downloading if allowed; FedjouleError if impossible."""
+    try:
+        return _open(name, root, train, download=False)
+    except (RuntimeError, OSError) as missing:
+        reason = f"not found ({_one_line(missing)})"
+    if download:
+        try:
+            return _open(name, root, train, download=True)
+        except (RuntimeError, OSError) as failed:  # URLError is an OSError
+            reason = f"not found and the download failed ({_one_line(failed)})"
+    hint = "" if download else "allow downloading (download=True), or "
+    raise FedjouleError(
+        f"dataset {name!r} is {reason} under the data folder {root}. To fix: {hint}run once "
+        f"on a machine with internet so torchvision downloads it there, or copy the "
+        f"torchvision layout {root}/{_LAYOUT[name]} into that folder, or point "
+        f"FEDJOULE_DATA_DIR / --data-dir at a folder that already holds it."
+    )
+
+
+def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors:
+    """(x_train, y_train, x_test, y_test) of a torchvision dataset as whole tensors.
+
+    Images are float32 (n, C, H, W), normalised with the dataset's standard mean/std;
+    labels are int64. Results are cached per (name, root): treat them as read-only.
+    """
+    if name not in VISION_DATASETS:
+        raise FedjouleError(
+            f"unknown vision dataset {name!r}; valid names: {', '.join(VISION_DATASETS)}"
+        )
+    root = pathlib.Path(root).expanduser()
+    key = (name, str(root.resolve()))
+    if key in _CACHE:
+        return _CACHE[key]
+    splits = []
+    for train in (True, False):
+        ds = _open_or_fail(name, root, train, download)
+        images, labels = _images_and_labels(name, ds)
+        splits += [_normalise(name, images), labels]
+    result: Tensors = (splits[0], splits[1], splits[2], splits[3])
+    _CACHE[key] = result
+    return result

@@ -1,0 +1,95 @@
+"""The client population: each client's device class, compute speed, radio and battery."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedjoule import rng
+from fedjoule.channel.units import dbm_to_w
+from fedjoule.devices.compute import (
+    accelerator_step_energy_j,
+    accelerator_step_time_s,
+    cpu_step_energy_j,
+    cpu_step_time_s,
+    cycles_per_sample,
+)
+
+
+@dataclass
+class Population:
+    """Per-client device attributes as arrays over the N clients."""
+
+    class_names: list[str]
+    class_index: np.ndarray  # (N,) index into class_names
+    cpu_freq_hz: np.ndarray
+    tx_power_w: np.ndarray
+    rx_power_w: np.ndarray
+    battery_capacity_j: np.ndarray
+    battery_initial_j: np.ndarray
+    battery_threshold_j: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.class_index)
+
+
+def class_counts(shares: list[float], n: int) -> np.ndarray:
+    """Exact head counts from shares by the largest-remainder rule."""
+    raw = np.asarray(shares) * n
+    counts = np.floor(raw).astype(int)
+    order = np.argsort(-(raw - counts), kind="stable")
+    counts[order[: n - counts.sum()]] += 1
+    return counts
+
+
+def sample_population(section, seed: int) -> Population:
+    """Assign device classes (exact shares, random order) and draw per-client values."""
+    gen = rng.stream(seed, "population")
+    classes = section.device_classes
+    counts = class_counts([c.share for c in classes], section.size)
+    class_index = gen.permutation(np.repeat(np.arange(len(classes)), counts))
+
+    def per_client(values):
+        return np.asarray(values, dtype=float)[class_index]
+
+    def uniform(low, high):
+        return gen.uniform(per_client(low), per_client(high))
+
+    capacity = per_client([c.battery_j for c in classes])
+    charge = uniform(
+        [c.initial_charge_min for c in classes], [c.initial_charge_max for c in classes]
+    )
+    return Population(
+        class_names=[c.name for c in classes],
+        class_index=class_index,
+        cpu_freq_hz=uniform(
+            [c.cpu_freq_min_hz for c in classes], [c.cpu_freq_max_hz for c in classes]
+        ),
+        tx_power_w=per_client([dbm_to_w(c.tx_power_dbm) for c in classes]),
+        rx_power_w=per_client([c.rx_power_w for c in classes]),
+        battery_capacity_j=capacity,
+        battery_initial_j=capacity * charge,
+        battery_threshold_j=capacity * per_client([c.battery_threshold for c in classes]),
+    )
+
+
+def step_costs(
+    section, population: Population, forward_flops: float, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Time (s) and energy (J) of one local step of every client (WIRELESS.md, Devices)."""
+    time_s = np.empty(population.size)
+    energy_j = np.empty(population.size)
+    for index, cls in enumerate(section.device_classes):
+        rows = population.class_index == index
+        if cls.compute == "cpu":
+            cycles = cycles_per_sample(forward_flops, cls.flops_per_cycle)
+            freq = population.cpu_freq_hz[rows]
+            time_s[rows] = cpu_step_time_s(cycles, batch_size, freq)
+            energy_j[rows] = cpu_step_energy_j(cycles, batch_size, freq, cls.kappa)
+        else:
+            step = accelerator_step_time_s(
+                forward_flops, batch_size, cls.peak_flops, cls.efficiency
+            )
+            time_s[rows] = step
+            energy_j[rows] = accelerator_step_energy_j(step, cls.active_power_w)
+    return time_s, energy_j

@@ -1,0 +1,114 @@
+"""The files of a run: rounds.csv appended as rounds finish, clients.csv, summary.json."""
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+
+ROUND_COLUMNS = [
+    "round",
+    "sim_time_start_s",
+    "sim_time_end_s",
+    "online",
+    "selected",
+    "arrived",
+    "dropped",
+    "dropped_deadline",
+    "dropped_offline",
+    "failed",
+    "energy_compute_j",
+    "energy_tx_j",
+    "energy_rx_j",
+    "energy_total_j",
+    "cumulative_energy_j",
+    "uplink_bits",
+    "uplink_airtime_s",
+    "downlink_airtime_s",
+    "compute_time_s",
+    "lr",
+    "accuracy",
+    "loss",
+    "worst_client_accuracy",
+    "client_accuracy_p10",
+    "client_accuracy_std",
+    "wall_time_s",
+]
+
+CLIENT_COLUMNS = [
+    "client",
+    "device_class",
+    "train_samples",
+    "distance_m",
+    "mean_uplink_snr_db",
+    "cpu_freq_hz",
+    "tx_power_w",
+    "selected",
+    "arrived",
+    "energy_compute_j",
+    "energy_tx_j",
+    "energy_rx_j",
+    "energy_total_j",
+    "battery_initial_j",
+    "battery_left_j",
+]
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class RoundsFile:
+    """rounds.csv: one row per round, flushed to disk as soon as the round ends."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def truncate_to(self, rounds_done: int) -> None:
+        """Keep the rows of rounds < rounds_done (resuming after an interruption)."""
+        if not self.path.exists():
+            return
+        with self.path.open() as f:
+            rows = [r for r in csv.DictReader(f) if int(r["round"]) < rounds_done]
+        with self.path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, ROUND_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def append(self, row: dict) -> None:
+        new = not self.path.exists()
+        with self.path.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(ROUND_COLUMNS)
+            writer.writerow([_cell(row.get(c)) for c in ROUND_COLUMNS])
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_rounds(path: Path) -> list[dict]:
+    """rounds.csv as dicts of floats (empty cells become NaN)."""
+    with Path(path).open() as f:
+        return [
+            {k: float(v) if v != "" else math.nan for k, v in r.items()} for r in csv.DictReader(f)
+        ]
+
+
+def write_clients(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CLIENT_COLUMNS)
+        for row in rows:
+            writer.writerow([_cell(row[c]) for c in CLIENT_COLUMNS])
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=str) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,92 @@
+"""Everything a run holds fixed, built once from the scenario: data, model, devices, cell."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.executor import EXECUTORS
+from fedjoule.algorithms.registry import build_algorithm
+from fedjoule.channel.cell import Cell, build_cell
+from fedjoule.data.federated import FederatedData, build_federated_data
+from fedjoule.devices.availability import AlwaysOn, BernoulliDropout, MarkovOnOff
+from fedjoule.devices.population import Population, sample_population, step_costs
+from fedjoule.errors import FedjouleError
+from fedjoule.models import build_model
+from fedjoule.models.functional import FlatModel
+from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.evaluation import Evaluator
+
+
+@dataclass
+class World:
+    scenario: Scenario
+    device: torch.device
+    data: FederatedData
+    model: FlatModel
+    w0: torch.Tensor
+    population: Population
+    cell: Cell
+    availability: object
+    algorithm: Algorithm
+    executor: object
+    evaluator: Evaluator
+    step_time_s: np.ndarray  # (N,) one local step
+    step_energy_j: np.ndarray  # (N,)
+    uplink_bits: float  # per participating client
+    downlink_bits: float
+
+
+def pick_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise FedjouleError("--device cuda: no CUDA device is available here; use cpu or auto")
+    if name not in ("cpu", "cuda"):
+        raise FedjouleError(f"--device {name!r}: expected auto, cpu or cuda")
+    return torch.device(name)
+
+
+def build_availability(section, n_clients: int, seed: int):
+    if section.kind == "always":
+        return AlwaysOn(n_clients)
+    if section.kind == "bernoulli":
+        return BernoulliDropout(section.p_drop, seed, n_clients)
+    return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
+
+
+def build_world(
+    scenario: Scenario, data_dir=None, device: str = "auto", executor: str = "vectorised"
+) -> World:
+    seed, n = scenario.seed, scenario.population.size
+    torch_device = pick_device(device)
+    data = build_federated_data(scenario.dataset, n, seed, data_dir)
+    model, w0 = build_model(scenario.model, data.input_shape, data.n_classes, seed)
+    model.module.to(torch_device)
+    population = sample_population(scenario.population, seed)
+    flops = model.forward_flops_per_sample(data.input_shape)
+    step_time_s, step_energy_j = step_costs(
+        scenario.population, population, flops, scenario.training.batch_size
+    )
+    samples = torch.as_tensor(data.client_samples)
+    algorithm = build_algorithm(scenario.algorithm, n, samples)
+    vector_bits = model.n_params * scenario.channel.bits_per_param
+    return World(
+        scenario=scenario,
+        device=torch_device,
+        data=data,
+        model=model,
+        w0=w0.to(torch_device),
+        population=population,
+        cell=build_cell(scenario.channel, n, seed),
+        availability=build_availability(scenario.availability, n, seed),
+        algorithm=algorithm,
+        executor=EXECUTORS[executor](model.loss, data.x_train, data.y_train, torch_device),
+        evaluator=Evaluator(model, data.x_test, data.y_test, data.client_test, torch_device),
+        step_time_s=step_time_s,
+        step_energy_j=step_energy_j,
+        uplink_bits=algorithm.uplink_vectors * vector_bits + scenario.channel.header_bits,
+        downlink_bits=algorithm.downlink_vectors * vector_bits + scenario.channel.header_bits,
+    )
