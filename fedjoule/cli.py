@@ -47,11 +47,24 @@ def run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
     ] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="CPU threads for torch (default: all cores). Use 1 when several runs share "
+            "the machine: competing threads can slow small models tenfold.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    import torch
+
     from fedjoule.scenarios.loading import load_scenario
     from fedjoule.simulator.run import run_scenario
+
+    if threads:
+        torch.set_num_threads(threads)
 
     if executor not in ("vectorised", "sequential"):
         raise FedjouleError(f"--executor {executor!r}: expected vectorised or sequential")

@@ -240,6 +240,12 @@ class RoundSection(Section):
         1, ge=1, description="Fewer arrivals than this: the round fails, the model stays."
     )
     server_time_s: float = Field(0.0, ge=0, description="Server aggregation time (s).")
+    idle_wait_s: float = Field(
+        60.0,
+        gt=0,
+        description="When no client is online, the server waits this long (s) and "
+        "counts a failed round.",
+    )
 
 
 class Scenario(Section):

@@ -73,7 +73,7 @@ class Simulation:
         selected = np.sort(selection.choice(candidates, m, replace=False)) if m else candidates
         row.update(online=len(candidates), selected=m)
         if m == 0:  # nobody to train: the server waits and tries again
-            yield env.timeout(scenario.round.deadline_s or 60.0)
+            yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
         # 3. learning: every selected client's K local steps in one executor call

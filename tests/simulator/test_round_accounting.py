@@ -128,3 +128,17 @@ def test_min_clients_fails_a_round_but_its_energy_is_spent(tmp_path):
     sim.run(1, rows.append)
     assert rows[0]["arrived"] == M and rows[0]["failed"] == 0
     assert not np.allclose(sim.state["w"].numpy(), w0.numpy())
+
+
+def test_a_round_with_nobody_online_waits_and_fails(tmp_path):
+    s = scenario(
+        "availability.kind=bernoulli", "availability.p_drop=0.9", "round.idle_wait_s=7.5",
+        "training.rounds=12",
+    )
+    run_scenario(s, tmp_path, device="cpu")
+    rows = read_rounds(tmp_path / "rounds.csv")
+    empty = [r for r in rows if r["online"] == 0]
+    assert empty, "with p_drop=0.9 and 8 clients some rounds have nobody online (0.9^8=0.43)"
+    for r in empty:
+        assert r["selected"] == 0 and r["failed"] == 1 and r["energy_total_j"] == 0
+        assert r["sim_time_end_s"] - r["sim_time_start_s"] == pytest.approx(7.5)
