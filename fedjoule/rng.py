@@ -24,6 +24,14 @@ STREAM_IDS = {
     "synthetic": 10,
     "local_test": 11,
     "algorithm": 12,
+    "outage": 13,
+    "topology": 14,
+    "diurnal": 15,
+    "participation": 16,
+    "probe": 17,
+    "snapshot": 18,
+    "overcommit": 19,
+    "battery": 20,
 }
 
 
