@@ -1,16 +1,20 @@
 """The functional algorithm interface: pure tensor functions over the m selected clients.
 
 Parameters are flat vectors of shape (P,); the m clients of a round are rows of an
-(m, P) tensor. An algorithm says what clients start from, what extra gradient term
-they add at every local step, what they upload, and how the server aggregates the
-uploads that arrived. The executor owns the loop over local steps (executor.py).
+(m, P) tensor. An algorithm says what clients start from, the direction of every
+local step (by default the data gradient plus a correction term), what they upload,
+what client state they keep, and how the server aggregates the uploads that arrived.
+The executor owns the one loop over local steps (executor.py).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 from pydantic import BaseModel, ConfigDict
+
+GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minibatch gradients
 
 
 class AlgorithmConfig(BaseModel):
@@ -21,52 +25,155 @@ class AlgorithmConfig(BaseModel):
 
 @dataclass
 class Context:
-    """What the clients of one round hold fixed during local training.
+    """What the clients of one round hold during local training.
 
-    `shared` tensors are the same for every client (e.g. the broadcast model, shape (P,));
-    `per_client` tensors have the m selected clients as their first dimension.
+    `shared`: the same for every client (e.g. the broadcast model, shape (P,)).
+    `per_client`: fixed per-client rows, first dimension m.
+    `local`: per-client working tensors the algorithm updates during the steps
+    (STEM's momentum, DRFA's snapshot), first dimension m; preallocated in `context`.
     """
 
-    shared: dict[str, torch.Tensor] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)
     per_client: dict[str, torch.Tensor] = field(default_factory=dict)
+    local: dict[str, torch.Tensor] = field(default_factory=dict)
 
-    def rows(self, index: slice | torch.Tensor) -> "Context":
+    def rows(self, index: slice) -> "Context":
         """The context of a subset of the clients (the sequential executor uses one row)."""
-        return Context(self.shared, {k: v[index] for k, v in self.per_client.items()})
+        return Context(
+            self.shared,
+            {k: v[index] for k, v in self.per_client.items()},
+            {k: v[index].clone() for k, v in self.local.items()},
+        )
+
+
+@dataclass
+class RoundSetup:
+    """Facts of the round the algorithm may use: learning rate and each client's steps."""
+
+    lr: float
+    steps: torch.Tensor  # (m,) local steps of each selected client
+    round_index: int = 0
+    weight_decay: float = 0.0
+    clip_grad_norm: float | None = None
 
 
 class Algorithm:
-    """Base class: FedAvg behaviour, which the other algorithms override piece by piece."""
+    """Base class with FedAvg behaviour; the other algorithms override pieces of it."""
 
     name: ClassVar[str] = "base"
     uplink_vectors: ClassVar[int] = 1  # model-sized vectors each client uploads (ALGORITHMS.md §12)
     downlink_vectors: ClassVar[int] = 1  # model-sized vectors the server broadcasts
+    client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
+    needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
 
-    def __init__(self, config: AlgorithmConfig, n_clients: int, client_samples: torch.Tensor):
+    def __init__(
+        self,
+        config: AlgorithmConfig,
+        n_clients: int,
+        client_samples: torch.Tensor,
+        nominal_steps: int = 1,
+        base_lr: float = 0.1,
+        seed: int = 0,
+    ):
         self.config = config
         self.n_clients = n_clients
-        self.client_samples = client_samples  # (N,) training-set size of every client
+        self.client_samples = client_samples.to(torch.float64)  # (N,) training-set sizes
+        # w_i = n_i / (n / N): the relative size weight of the FedDyn/FedDC/SCAFFOLD code
+        self.size_weight = self.client_samples / self.client_samples.mean()
+        self.nominal_steps = nominal_steps  # K, or E * ceil(mean n_i / B) with epochs
+        self.base_lr = base_lr
+        self.seed = seed  # for the algorithm's own random draws (DRFA's snapshot step)
 
+    # ------------------------------------------------------------------ server side
     def init_state(self, w0: torch.Tensor) -> dict[str, Any]:
         """Server state at round 0; `w` is the global model."""
         return {"w": w0.clone()}
 
-    def context(self, state: dict[str, Any], client_ids: torch.Tensor) -> Context:
-        """What the selected clients receive and hold fixed; `start` is where they begin."""
+    def selection_weights(self, state: dict[str, Any]) -> torch.Tensor | None:
+        """Relative selection probabilities of the N clients (None: uniform); 0 excludes."""
+        return None
+
+    def aggregate(self, state: dict[str, Any], uploads: dict, client_ids: torch.Tensor) -> dict:
+        """New server state from the uploads that arrived (rows of `uploads`, ids `client_ids`)."""
+        return {**state, "w": weighted_mean(uploads["model"], self.client_samples[client_ids])}
+
+    def detected(self, state: dict[str, Any]) -> torch.Tensor | None:
+        """(N,) bool: clients the algorithm has flagged as freeloaders (None: no detection)."""
+        return None
+
+    # ------------------------------------------------------------------ client side
+    def context(
+        self, state: dict[str, Any], client_ids: torch.Tensor, rows: dict, setup: RoundSetup
+    ) -> Context:
+        """What the selected clients receive; `start` is where their local training begins.
+        `rows` holds their persistent client-state rows (names in `client_state`)."""
         return Context(shared={"start": state["w"], "anchor": state["w"]})
 
     def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor | None:
         """Extra gradient term added at every local step, shape (m, P); None for none."""
         return None
 
-    def uploads(self, params: torch.Tensor, ctx: Context, client_ids: torch.Tensor) -> dict:
+    def direction(
+        self,
+        k: int,
+        params: torch.Tensor,
+        grad_at: GradAt,
+        ctx: Context,
+        setup: RoundSetup,
+        active: torch.Tensor,
+    ) -> torch.Tensor:
+        """The direction of local step k: by default gradient + weight decay + correction,
+        clipped per client (ALGORITHMS.md §0.1). `active` (m, 1) masks finished clients."""
+        return clip_rows(
+            add_decay(grad_at(params), params, setup.weight_decay)
+            + _or_zero(self.correction(params, ctx)),
+            setup.clip_grad_norm,
+        )
+
+    def after_step(self, k: int, params: torch.Tensor, ctx: Context, active: torch.Tensor) -> None:
+        """Hook after local step k (e.g. keep a snapshot); `params` are the new parameters."""
+
+    def uploads(self, params: torch.Tensor, ctx: Context, setup: RoundSetup) -> dict:
         """What each client sends after local training: tensors with m rows."""
         return {"model": params}
 
-    def aggregate(
-        self, state: dict[str, Any], uploads: dict, client_ids: torch.Tensor
-    ) -> dict[str, Any]:
-        """New server state from the uploads that arrived (rows of `uploads`, ids `client_ids`)."""
-        n = self.client_samples[client_ids].to(uploads["model"])
-        w = (n[:, None] * uploads["model"]).sum(0) / n.sum()  # FedAvg: sample-weighted mean
-        return {**state, "w": w}
+    def client_updates(
+        self, params: torch.Tensor, ctx: Context, rows: dict, setup: RoundSetup
+    ) -> dict:
+        """New values of the persistent client-state rows (kept only for clients that
+        finished their local training)."""
+        return {}
+
+    # ------------------------------------------------------------------ loss probe
+    def probe_model(self, state: dict[str, Any]) -> torch.Tensor:
+        """The model sent to the loss-probe set (DRFA/DRDM: the snapshot average)."""
+        return state["w"]
+
+    def dual_update(
+        self, state: dict, client_ids: torch.Tensor, losses: torch.Tensor, setup: RoundSetup
+    ) -> dict:
+        """Server update from the probe set's minibatch losses."""
+        return state
+
+
+def _or_zero(x):
+    return 0.0 if x is None else x
+
+
+def add_decay(grads: torch.Tensor, params: torch.Tensor, weight_decay: float) -> torch.Tensor:
+    """Gradient of the L2 term wd/2 |theta|^2 added to the data gradient."""
+    return grads + weight_decay * params if weight_decay else grads
+
+
+def clip_rows(grads: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+    """Scale each client's row to at most `max_norm` (torch.nn.utils.clip_grad_norm_ rule)."""
+    if max_norm is None:
+        return grads
+    norms = torch.linalg.vector_norm(grads, dim=1, keepdim=True)
+    return grads * torch.clamp(max_norm / (norms + 1e-6), max=1.0)
+
+
+def weighted_mean(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Sum_i weights_i rows_i / sum_i weights_i."""
+    weights = weights.to(rows)
+    return (weights[:, None] * rows).sum(0) / weights.sum()

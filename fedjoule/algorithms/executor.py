@@ -8,27 +8,15 @@ with plain autograd, one client at a time; tests hold the two equal.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch.func import grad, vmap
 
 from fedjoule import rng
-from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-@dataclass
-class LocalWork:
-    """The local work of one round's clients."""
-
-    batch_idx: torch.Tensor  # (m, K, B) indices into the training tensors
-    steps: torch.Tensor  # (m,) local steps of each client (<= K); later steps are masked
-    lr: float
-    weight_decay: float = 0.0
-    clip_grad_norm: float | None = None
 
 
 def minibatch_indices(
@@ -38,36 +26,22 @@ def minibatch_indices(
     client_train: Sequence[np.ndarray],
     steps: int,
     batch_size: int,
+    stream: str = "minibatch",
 ) -> torch.Tensor:
     """(m, K, B) training indices: each client walks through shuffled epochs of its data.
 
-    Client k's batches in round r come from its own stream (seed, "minibatch", r, k), so
-    they do not depend on which other clients were selected.
+    Client k's batches in round r come from its own stream (seed, stream, r, k), so they
+    do not depend on which other clients were selected. Every batch has B samples (a
+    client with fewer than B samples repeats them), so that all clients stack.
     """
     need = steps * batch_size
     out = np.empty((len(client_ids), need), dtype=np.int64)
     for row, k in enumerate(client_ids):
         own = client_train[k]
-        gen = rng.stream(seed, "minibatch", round_index, k)
+        gen = rng.stream(seed, stream, round_index, k)
         epochs = -(-need // len(own))
         out[row] = np.concatenate([gen.permutation(own) for _ in range(epochs)])[:need]
     return torch.from_numpy(out.reshape(len(client_ids), steps, batch_size))
-
-
-def step_direction(
-    params: torch.Tensor, grads: torch.Tensor, algorithm: Algorithm, ctx: Context, work: LocalWork
-) -> torch.Tensor:
-    """The direction of one local step for (m, P) parameters: data gradient, weight decay,
-    the algorithm's correction, then per-client norm clipping (ALGORITHMS.md §0.1)."""
-    if work.weight_decay:
-        grads = grads + work.weight_decay * params
-    correction = algorithm.correction(params, ctx)
-    if correction is not None:
-        grads = grads + correction
-    if work.clip_grad_norm is not None:
-        norms = torch.linalg.vector_norm(grads, dim=1, keepdim=True)
-        grads = grads * torch.clamp(work.clip_grad_norm / (norms + 1e-12), max=1.0)
-    return grads
 
 
 def start_params(ctx: Context, m: int) -> torch.Tensor:
@@ -85,20 +59,32 @@ class VectorisedExecutor:
         self.x = x.to(device)
         self.y = y.to(device)
         self.batched_grad = vmap(grad(loss))
+        self.batched_loss = vmap(loss, in_dims=(None, 0, 0))
 
-    def train(self, algorithm: Algorithm, ctx: Context, work: LocalWork) -> torch.Tensor:
-        """Final (m, P) parameters after each client's local steps."""
-        batch_idx = work.batch_idx.to(self.device)
+    def train(
+        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+    ) -> torch.Tensor:
+        """Final (m, P) parameters after each client's `setup.steps` local steps."""
+        batch_idx = batch_idx.to(self.device)
         m, n_steps = batch_idx.shape[:2]
         params = start_params(ctx, m)
-        steps = work.steps.to(self.device)
+        steps = setup.steps.to(self.device)
         for k in range(n_steps):
             idx = batch_idx[:, k]
-            grads = self.batched_grad(params, self.x[idx], self.y[idx])
-            direction = step_direction(params, grads, algorithm, ctx, work)
+            xb, yb = self.x[idx], self.y[idx]
             active = (steps > k).to(params.dtype)[:, None]
-            params.sub_(direction * (work.lr * active))
+            direction = algorithm.direction(
+                k, params, lambda p, xb=xb, yb=yb: self.batched_grad(p, xb, yb), ctx, setup, active
+            )
+            params.sub_(direction * (setup.lr * active))
+            algorithm.after_step(k, params, ctx, active)
         return params
+
+    @torch.no_grad()
+    def losses(self, w: torch.Tensor, batch_idx: torch.Tensor) -> torch.Tensor:
+        """(u,) minibatch loss of model `w` on each of u clients' batches (u, B)."""
+        idx = batch_idx.to(self.device)
+        return self.batched_loss(w, self.x[idx], self.y[idx])
 
 
 class SequentialExecutor:
@@ -110,21 +96,47 @@ class SequentialExecutor:
         self.y = y.to(device)
         self.loss = loss
 
-    def train(self, algorithm: Algorithm, ctx: Context, work: LocalWork) -> torch.Tensor:
-        m = work.batch_idx.shape[0]
+    def _grad(self, theta: torch.Tensor, xb, yb) -> torch.Tensor:
+        theta = theta.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(self.loss(theta, xb, yb), theta)
+        return g
+
+    def train(
+        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+    ) -> torch.Tensor:
+        m = batch_idx.shape[0]
         starts = start_params(ctx, m)
         finals = []
         for i in range(m):
             own = ctx.rows(slice(i, i + 1))
-            theta = starts[i]
-            for k in range(int(work.steps[i])):
-                idx = work.batch_idx[i, k].to(self.device)
-                theta = theta.detach().requires_grad_(True)
-                (g,) = torch.autograd.grad(self.loss(theta, self.x[idx], self.y[idx]), theta)
-                direction = step_direction(theta.detach()[None], g[None], algorithm, own, work)
-                theta = theta.detach() - work.lr * direction[0]
-            finals.append(theta.detach())
+            own_setup = RoundSetup(
+                setup.lr,
+                setup.steps[i : i + 1],
+                setup.round_index,
+                setup.weight_decay,
+                setup.clip_grad_norm,
+            )
+            theta = starts[i : i + 1]
+            one = torch.ones((1, 1), dtype=theta.dtype, device=theta.device)
+            for k in range(int(setup.steps[i])):
+                idx = batch_idx[i, k].to(self.device)
+                xb, yb = self.x[idx], self.y[idx]
+
+                def grad_at(p, xb=xb, yb=yb):
+                    return torch.stack([self._grad(row, xb, yb) for row in p])
+
+                direction = algorithm.direction(k, theta, grad_at, own, own_setup, one)
+                theta = (theta - setup.lr * direction).detach()
+                algorithm.after_step(k, theta, own, one)
+            finals.append(theta[0])
+            for name, value in own.local.items():  # write the client's working state back
+                ctx.local[name][i : i + 1] = value
         return torch.stack(finals)
+
+    @torch.no_grad()
+    def losses(self, w: torch.Tensor, batch_idx: torch.Tensor) -> torch.Tensor:
+        idx = batch_idx.to(self.device)
+        return torch.stack([self.loss(w, self.x[i], self.y[i]) for i in idx])
 
 
 EXECUTORS = {"vectorised": VectorisedExecutor, "sequential": SequentialExecutor}

@@ -5,8 +5,8 @@ from typing import Any
 
 import torch
 
-from fedjoule.algorithms.base import Algorithm, Context
-from fedjoule.algorithms.executor import LocalWork
+from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
+from fedjoule.algorithms.client_store import ClientStore
 
 
 @dataclass
@@ -15,7 +15,29 @@ class LocalResult:
 
     client_ids: torch.Tensor  # (m,)
     uploads: dict[str, torch.Tensor]  # each (m, ...)
+    client_updates: dict[str, torch.Tensor]  # new client-state rows, each (m, P)
     context: Context
+    setup: RoundSetup
+
+
+def fabricate(
+    behaviour: str,
+    start: torch.Tensor,
+    last_update: torch.Tensor,
+    noise_scale: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """A freeloader's 'trained' model (WIRELESS.md, Freeloaders): `zero` sends the global model
+    back, `replay` adds the last global update again, `noisy` adds Gaussian noise of the
+    update's per-coordinate scale on top."""
+    if behaviour == "zero":
+        return start.clone()
+    fake = start + last_update
+    if behaviour == "noisy":
+        scale = noise_scale * last_update.norm() / last_update.numel() ** 0.5
+        noise = torch.randn(start.shape, generator=generator, dtype=start.dtype)
+        fake = fake + scale * noise.to(start.device)
+    return fake
 
 
 def train_clients(
@@ -23,12 +45,36 @@ def train_clients(
     executor,
     state: dict[str, Any],
     client_ids: torch.Tensor,
-    work: LocalWork,
+    setup: RoundSetup,
+    batch_idx: torch.Tensor,
+    store: ClientStore | None = None,
+    freeloaders: torch.Tensor | None = None,
+    freeloader_model=None,
 ) -> LocalResult:
-    """Step 3 of a round: every selected client trains, in one executor call."""
-    ctx = algorithm.context(state, client_ids)
-    params = executor.train(algorithm, ctx, work)
-    return LocalResult(client_ids, algorithm.uploads(params, ctx, client_ids), ctx)
+    """Step 3 of a round: every selected client trains, in one executor call.
+
+    Freeloaders (bool mask over the m clients) do not train (their steps are masked);
+    `freeloader_model(start_row)` fabricates what they upload instead.
+    """
+    device = state["w"].device
+    rows = {n: store.get(n, client_ids, device) for n in algorithm.client_state} if store else {}
+    if freeloaders is not None and freeloaders.any():
+        setup.steps = torch.where(freeloaders, 0, setup.steps)
+    ctx = algorithm.context(state, client_ids, rows, setup)
+    params = executor.train(algorithm, ctx, setup, batch_idx)
+    if freeloaders is not None and freeloaders.any():
+        for i in freeloaders.nonzero().flatten().tolist():
+            params[i] = freeloader_model(params[i])
+    uploads = algorithm.uploads(params, ctx, setup)
+    updates = algorithm.client_updates(params, ctx, rows, setup)
+    return LocalResult(client_ids, uploads, updates, ctx, setup)
+
+
+def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:
+    """Client state changes only for the clients that finished local training (bool (m,))."""
+    rows = trained.nonzero().flatten()
+    for name, values in result.client_updates.items():
+        store.set(name, result.client_ids[rows], values[rows.to(values.device)])
 
 
 def aggregate_arrived(

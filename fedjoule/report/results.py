@@ -32,6 +32,9 @@ ROUND_COLUMNS = [
     "worst_client_accuracy",
     "client_accuracy_p10",
     "client_accuracy_std",
+    "probed",
+    "detection_tpr",
+    "detection_fpr",
     "wall_time_s",
 ]
 
@@ -51,6 +54,8 @@ CLIENT_COLUMNS = [
     "energy_total_j",
     "battery_initial_j",
     "battery_left_j",
+    "freeloader",
+    "flagged",
 ]
 
 

@@ -88,6 +88,12 @@ class TrainingSection(Section):
 
     rounds: int = Field(100, ge=1, description="Number of communication rounds.")
     local_steps: int = Field(10, ge=1, description="Local SGD steps K per round.")
+    local_epochs: float | None = Field(
+        None,
+        gt=0,
+        description="Local work as epochs instead of steps: client i runs "
+        "ceil(local_epochs * n_i / batch_size) steps (replaces local_steps when set).",
+    )
     batch_size: int = Field(32, ge=1, description="Minibatch size B.")
     lr: float = Field(0.1, gt=0, description="Local learning rate at round 0.")
     lr_decay: float = Field(
@@ -98,6 +104,14 @@ class TrainingSection(Section):
         None, gt=0, description="Clip each client's step gradient to this norm (none: off)."
     )
     clients_per_round: int = Field(10, ge=1, description="Clients selected per round, m.")
+    participation: Literal["fixed", "bernoulli"] = Field(
+        "fixed",
+        description="fixed: clients_per_round clients a round; bernoulli: every online client "
+        "takes part with participation_prob (redrawn if nobody does; FedDyn/FedDC code).",
+    )
+    participation_prob: float = Field(
+        0.1, gt=0, le=1, description="Per-client probability for participation=bernoulli."
+    )
     eval_every: int = Field(1, ge=1, description="Evaluate the global model every n rounds.")
     target_metric: Literal["accuracy", "worst_client_accuracy"] = Field(
         "accuracy", description="Metric for rounds/energy/time to target."
@@ -142,10 +156,23 @@ class DeviceClass(Section):
         return self
 
 
+class FreeloaderSection(Section):
+    """Clients that do not train but upload a fabricated update (WIRELESS.md, Freeloaders)."""
+
+    fraction: float = Field(0.0, ge=0, lt=1, description="Fraction of the N clients.")
+    behaviour: Literal["zero", "replay", "noisy"] = Field(
+        "replay",
+        description="zero: send the global model back; replay: the last global update again; "
+        "noisy: replay plus Gaussian noise of the update's per-coordinate scale.",
+    )
+    noise_scale: float = Field(1.0, ge=0, description="Noise multiplier for `noisy`.")
+
+
 class PopulationSection(Section):
     """The clients: how many and of which device classes."""
 
     size: int = Field(100, ge=1, description="Number of clients N.")
+    freeloaders: FreeloaderSection = Field(default_factory=FreeloaderSection)
     device_classes: list[DeviceClass] = Field(
         default_factory=lambda: [DeviceClass()],
         min_length=1,

@@ -34,6 +34,7 @@ class ClientRecord:
     uplink_airtime_s: float = 0.0
     uplink_bits: float = 0.0
     outcome: str = "running"  # "arrived", or the cause of the drop ("deadline", "offline")
+    trained: bool = False  # finished its local computation
     end_s: float = 0.0
 
     @property
@@ -54,6 +55,7 @@ def client_round(env: simpy.Environment, plan: ClientPlan, medium, record: Clien
         yield env.timeout(plan.compute_s)
         record.compute_time_s = plan.compute_s
         record.energy_compute_j = plan.compute_energy_j  # K * kappa * c * B * f^2
+        record.trained = True
 
         phase = "uplink"
         airtime_s = yield from medium.transmit(plan.uplink_bits, plan.uplink)

@@ -17,8 +17,15 @@ import simpy
 import torch
 
 from fedjoule import rng
-from fedjoule.algorithms.executor import LocalWork, minibatch_indices
-from fedjoule.algorithms.learning import aggregate_arrived, train_clients
+from fedjoule.algorithms.base import RoundSetup
+from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.executor import minibatch_indices
+from fedjoule.algorithms.learning import (
+    aggregate_arrived,
+    fabricate,
+    keep_client_state,
+    train_clients,
+)
 from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.link import airtime_s
 from fedjoule.channel.medium import make_medium
@@ -51,6 +58,8 @@ class Simulation:
         self.world = world
         n = world.population.size
         self.state = world.algorithm.init_state(world.w0)
+        self.store = ClientStore(world.algorithm.client_state, world.model.n_params)
+        self.last_update = torch.zeros_like(world.w0)  # the last global update (freeloaders)
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
         self.progress = Progress()
@@ -61,64 +70,129 @@ class Simulation:
         world, scenario = self.world, self.world.scenario
         training, seed = scenario.training, scenario.seed
         start_s = env.now
-        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        lr = training.lr * training.lr_decay**r
+        row = {"round": r, "sim_time_start_s": start_s, "lr": lr}
 
-        # 1. availability: online now and battery above its threshold
-        online = world.availability.online_mask(start_s, r)
-        online &= self.battery_j > world.population.battery_threshold_j
-        candidates = np.flatnonzero(online)
-        # 2. selection: m clients uniformly among those online
-        m = min(training.clients_per_round, len(candidates))
-        selection = rng.stream(seed, "selection", r)
-        selected = np.sort(selection.choice(candidates, m, replace=False)) if m else candidates
-        row.update(online=len(candidates), selected=m)
-        if m == 0:  # nobody to train: the server waits and tries again
+        # 1. availability and 2. selection
+        online = self.online_clients(start_s, r)
+        selected = self.select(online, r)
+        row.update(online=len(online), selected=len(selected))
+        if len(selected) == 0:  # nobody to train: the server waits and tries again
             yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
-        # 3. learning: every selected client's K local steps in one executor call
-        work = LocalWork(
-            batch_idx=minibatch_indices(
-                seed,
-                r,
-                selected,
-                world.data.client_train,
-                training.local_steps,
-                training.batch_size,
-            ),
-            steps=torch.full((m,), training.local_steps),
-            lr=row["lr"],
-            weight_decay=training.weight_decay,
-            clip_grad_norm=training.clip_grad_norm,
-        )
+        # 3. learning: every selected client's local steps in one executor call
         ids = torch.as_tensor(selected)
-        result = train_clients(world.algorithm, world.executor, self.state, ids, work)
+        steps = torch.as_tensor(world.client_steps[selected])
+        setup = RoundSetup(lr, steps, r, training.weight_decay, training.clip_grad_norm)
+        batch_idx = minibatch_indices(
+            seed, r, selected, world.data.client_train, int(steps.max()), training.batch_size
+        )
+        freeloaders = torch.as_tensor(world.freeloader[selected])
+        result = train_clients(
+            world.algorithm,
+            world.executor,
+            self.state,
+            ids,
+            setup,
+            batch_idx,
+            self.store,
+            freeloaders,
+            self.fabricate,
+        )
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
+        def plan(k: int) -> dict:
+            work = 0 if world.freeloader[k] else int(world.client_steps[k])
+            return {
+                "down_bits": world.downlink_bits,
+                "compute_s": work * float(world.step_time_s[k]),
+                "compute_energy_j": work * float(world.step_energy_j[k]),
+                "up_bits": world.uplink_bits,
+            }
+
+        records = yield from self.client_phase(env, r, selected, plan)
+
+        # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
+        arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
+        trained = torch.tensor([rec.trained for rec in records]) & ~freeloaders
+        keep_client_state(self.store, result, trained)
+        failed = int(arrived.sum()) < scenario.round.min_clients
+        if not failed:
+            previous = self.state["w"]
+            self.state = aggregate_arrived(world.algorithm, self.state, result, arrived)
+            self.last_update = self.state["w"] - previous
+        probe_records = []
+        if world.algorithm.needs_probe and not failed:
+            probe_records = yield from self.probe(env, r, setup)
+            row["probed"] = sum(rec.outcome == "arrived" for rec in probe_records)
+        if scenario.round.server_time_s:
+            yield env.timeout(scenario.round.server_time_s)
+        return self._close_row(row, env.now, records, failed, probe_records)
+
+    def online_clients(self, time_s: float, r: int) -> np.ndarray:
+        """Clients online now, with battery above their threshold."""
+        online = self.world.availability.online_mask(time_s, r)
+        online &= self.battery_j > self.world.population.battery_threshold_j
+        return np.flatnonzero(online)
+
+    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
+        """m clients among the candidates: uniformly, or by the algorithm's weights (DRFA's
+        lambda, 0 for clients TACO expelled); or each with probability p (bernoulli)."""
+        training = self.world.scenario.training
+        gen = rng.stream(self.world.scenario.seed, "selection", r)
+        weights = self.world.algorithm.selection_weights(self.state)
+        if weights is not None:
+            weights = weights.cpu().numpy().astype(float)[candidates]
+            candidates = candidates[weights > 0]
+            weights = weights[weights > 0]
+        if len(candidates) == 0:
+            return candidates
+        if training.participation == "bernoulli":
+            # FedDyn/FedDC code: each client active with p; redraw while nobody is
+            while True:
+                chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
+                if len(chosen):
+                    return chosen
+        m = min(training.clients_per_round, len(candidates))
+        p = None if weights is None else weights / weights.sum()
+        return np.sort(gen.choice(candidates, m, replace=False, p=p))
+
+    def fabricate(self, start: torch.Tensor) -> torch.Tensor:
+        """A freeloader's upload, from the global model it received."""
+        section = self.world.scenario.population.freeloaders
+        gen = rng.torch_generator(self.world.scenario.seed, "freeloader", self.progress.next_round)
+        return fabricate(section.behaviour, start, self.last_update, section.noise_scale, gen)
+
+    def client_phase(self, env: simpy.Environment, r: int, clients, plan):
+        """Every client receives, computes and uploads as its own SimPy process; returns
+        their records once all arrived or were dropped (deadline, went offline)."""
+        world, scenario = self.world, self.world.scenario
         channel = scenario.channel
-        fading = round_fading(channel, world.population.size, seed, r)
+        start_s = env.now
+        fading = round_fading(channel, world.population.size, scenario.seed, r)
         uplinks, downlinks = round_links(
-            channel, world.cell, world.population.tx_power_w, selected, fading
+            channel, world.cell, world.population.tx_power_w, clients, fading
         )
         medium = make_medium(
             env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
         )
         deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
         records, processes = [], []
-        for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
-            plan = ClientPlan(
+        for k, uplink, downlink in zip(clients, uplinks, downlinks, strict=True):
+            cost = plan(int(k))
+            down_rate = downlink.rate_bps(channel.downlink_bandwidth_hz)
+            client_plan = ClientPlan(
                 client=int(k),
-                downlink_s=float(
-                    airtime_s(world.downlink_bits, downlink.rate_bps(channel.downlink_bandwidth_hz))
-                ),
+                downlink_s=float(airtime_s(cost["down_bits"], down_rate)),
                 rx_power_w=float(world.population.rx_power_w[k]),
-                compute_s=training.local_steps * float(world.step_time_s[k]),
-                compute_energy_j=training.local_steps * float(world.step_energy_j[k]),
-                uplink_bits=world.uplink_bits,
+                compute_s=cost["compute_s"],
+                compute_energy_j=cost["compute_energy_j"],
+                uplink_bits=cost["up_bits"],
                 uplink=uplink,
             )
             record = ClientRecord(int(k))
-            process = env.process(client_round(env, plan, medium, record))
+            process = env.process(client_round(env, client_plan, medium, record))
             stop_s, cause = min(
                 (deadline_s, "deadline"),
                 (world.availability.next_offline_s(int(k), start_s, r), "offline"),
@@ -128,23 +202,67 @@ class Simulation:
             records.append(record)
             processes.append(process)
         yield env.all_of(processes)
+        return records
 
-        # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
-        arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
-        failed = int(arrived.sum()) < scenario.round.min_clients
-        if not failed:
-            self.state = aggregate_arrived(world.algorithm, self.state, result, arrived)
-        if scenario.round.server_time_s:
-            yield env.timeout(scenario.round.server_time_s)
-        return self._close_row(row, env.now, records, failed)
+    def probe(self, env: simpy.Environment, r: int, setup: RoundSetup):
+        """DRFA/DRDM's second set: m clients chosen uniformly receive the probe model,
+        evaluate one minibatch and upload the loss (a scalar); the server's dual step uses
+        the losses that arrived."""
+        world, scenario = self.world, self.world.scenario
+        online = self.online_clients(env.now, r)
+        gen = rng.stream(scenario.seed, "probe", r)
+        m = min(scenario.training.clients_per_round, len(online))
+        clients = np.sort(gen.choice(online, m, replace=False)) if m else online
+        if m == 0:
+            return []
+        vector_bits = world.model.n_params * scenario.channel.bits_per_param
+        header = scenario.channel.header_bits
+
+        def plan(k: int) -> dict:  # one forward pass: about a third of a training step
+            return {
+                "down_bits": vector_bits + header,
+                "compute_s": float(world.step_time_s[k]) / 3,
+                "compute_energy_j": float(world.step_energy_j[k]) / 3,
+                "up_bits": header + 32,
+            }
+
+        records = yield from self.client_phase(env, r, clients, plan)
+        arrived = np.array([rec.outcome == "arrived" for rec in records])
+        ids = clients[arrived]
+        if len(ids):
+            batches = minibatch_indices(
+                scenario.seed,
+                r,
+                ids,
+                world.data.client_train,
+                1,
+                scenario.training.batch_size,
+                stream="probe",
+            )[:, 0]
+            losses = world.executor.losses(world.algorithm.probe_model(self.state), batches)
+            self.state = world.algorithm.dual_update(
+                self.state, torch.as_tensor(ids), losses, setup
+            )
+        return records
 
     # ------------------------------------------------------------------ bookkeeping
-    def _close_row(self, row: dict, end_s: float, records: list[ClientRecord], failed: bool):
-        """6. ledger: per-client energy into the ledger and batteries; round totals."""
+    def _close_row(
+        self,
+        row: dict,
+        end_s: float,
+        records: list[ClientRecord],
+        failed: bool,
+        probe_records: list[ClientRecord] = (),
+    ):
+        """6. ledger: per-client energy into the ledger and batteries; round totals.
+        Participation counts come from the training set; energy and airtime from the
+        training and the probe set."""
         for rec in records:
+            self.ledger["selected"][rec.client] += 1
+            self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
+        spent = [*records, *probe_records]
+        for rec in spent:
             k = rec.client
-            self.ledger["selected"][k] += 1
-            self.ledger["arrived"][k] += rec.outcome == "arrived"
             for name in ("energy_compute_j", "energy_tx_j", "energy_rx_j"):
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
@@ -156,11 +274,11 @@ class Simulation:
             dropped_deadline=outcomes.count("deadline"),
             dropped_offline=outcomes.count("offline"),
             failed=int(failed),
-            downlink_airtime_s=sum(rec.downlink_airtime_s for rec in records),
-            compute_time_s=sum(rec.compute_time_s for rec in records),
+            downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
+            compute_time_s=sum(rec.compute_time_s for rec in spent),
         )
         for name in SUMMED:
-            row[name] = float(sum(getattr(rec, name) for rec in records))
+            row[name] = float(sum(getattr(rec, name) for rec in spent))
         row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
         return row
 
@@ -180,11 +298,25 @@ class Simulation:
                 p.rounds_to_target = r + 1
                 p.energy_to_target_j = p.cumulative_energy_j
                 p.time_to_target_s = row["sim_time_end_s"]
+        row.update(self.detection_rates())
         p.next_round = r + 1
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
         return row
+
+    def detection_rates(self) -> dict:
+        """True/false positive rates of the algorithm's freeloader detection, when the
+        scenario has freeloaders and the algorithm detects."""
+        detected = self.world.algorithm.detected(self.state)
+        truth = self.world.freeloader
+        if detected is None or not truth.any():
+            return {}
+        detected = detected.cpu().numpy().astype(bool)
+        return {
+            "detection_tpr": float(detected[truth].mean()),
+            "detection_fpr": float(detected[~truth].mean()),
+        }
 
     def run(self, last_round: int, on_round: Callable[[dict], None]) -> None:
         """Play rounds next_round .. last_round-1 in one SimPy environment."""
@@ -205,6 +337,8 @@ class Simulation:
             "state": {k: v.cpu() if torch.is_tensor(v) else v for k, v in self.state.items()},
             "ledger": self.ledger,
             "battery_j": self.battery_j,
+            "client_store": self.store.state_dict(),
+            "last_update": self.last_update.cpu(),
             "progress": self.progress.__dict__,
         }
 
@@ -215,6 +349,8 @@ class Simulation:
         }
         self.ledger = saved["ledger"]
         self.battery_j = saved["battery_j"]
+        self.store.load_state_dict(saved["client_store"])
+        self.last_update = saved["last_update"].to(device)
         self.progress = Progress(**saved["progress"])
 
     def summary(self) -> dict:
@@ -238,4 +374,5 @@ class Simulation:
             "energy_to_target_j": p.energy_to_target_j,
             "time_to_target_s": p.time_to_target_s,
             "wall_time_s": p.wall_time_s,
+            **self.detection_rates(),
         }

@@ -96,6 +96,7 @@ def client_rows(sim: Simulation) -> list[dict]:
     pop, scenario = world.population, world.scenario
     share_hz = scenario.channel.uplink_bandwidth_hz / scenario.training.clients_per_round
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
+    flagged = world.algorithm.detected(sim.state)
     rows = []
     for k in range(pop.size):
         energy = {
@@ -118,6 +119,8 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "energy_total_j": sum(energy.values()),
                 "battery_initial_j": float(pop.battery_initial_j[k]),
                 "battery_left_j": float(sim.battery_j[k]),
+                "freeloader": int(world.freeloader[k]),
+                "flagged": None if flagged is None else int(flagged[k]),
             }
         )
     return rows

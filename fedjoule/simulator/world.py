@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.executor import EXECUTORS
 from fedjoule.algorithms.registry import build_algorithm
@@ -32,6 +33,8 @@ class World:
     algorithm: Algorithm
     executor: object
     evaluator: Evaluator
+    client_steps: np.ndarray  # (N,) local steps of each client per round
+    freeloader: np.ndarray  # (N,) bool
     step_time_s: np.ndarray  # (N,) one local step
     step_energy_j: np.ndarray  # (N,)
     uplink_bits: float  # per participating client
@@ -57,6 +60,26 @@ def build_availability(section, n_clients: int, seed: int):
     return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
 
 
+def local_steps(training, client_samples: np.ndarray) -> tuple[np.ndarray, int]:
+    """Steps of each client per round, and the nominal K (FedDC's K-bar): local_steps, or
+    with local_epochs E, ceil(E n_i / B) (each batch holds B samples, so this covers E
+    epochs; the reference code's smaller last batch is not used)."""
+    if training.local_epochs is None:
+        k = training.local_steps
+        return np.full(len(client_samples), k), k
+    steps = np.ceil(training.local_epochs * client_samples / training.batch_size).astype(int)
+    nominal = int(np.ceil(training.local_epochs * client_samples.mean() / training.batch_size))
+    return np.maximum(steps, 1), max(nominal, 1)
+
+
+def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
+    """round(fraction N) clients chosen at random are freeloaders."""
+    mask = np.zeros(n_clients, dtype=bool)
+    count = int(round(fraction * n_clients))
+    mask[rng.stream(seed, "freeloader").choice(n_clients, count, replace=False)] = True
+    return mask
+
+
 def build_world(
     scenario: Scenario, data_dir=None, device: str = "auto", executor: str = "vectorised"
 ) -> World:
@@ -71,7 +94,9 @@ def build_world(
         scenario.population, population, flops, scenario.training.batch_size
     )
     samples = torch.as_tensor(data.client_samples)
-    algorithm = build_algorithm(scenario.algorithm, n, samples)
+    training = scenario.training
+    client_steps, nominal_steps = local_steps(training, data.client_samples)
+    algorithm = build_algorithm(scenario.algorithm, n, samples, nominal_steps, training.lr, seed)
     vector_bits = model.n_params * scenario.channel.bits_per_param
     return World(
         scenario=scenario,
@@ -85,6 +110,8 @@ def build_world(
         algorithm=algorithm,
         executor=EXECUTORS[executor](model.loss, data.x_train, data.y_train, torch_device),
         evaluator=Evaluator(model, data.x_test, data.y_test, data.client_test, torch_device),
+        client_steps=client_steps,
+        freeloader=pick_freeloaders(scenario.population.freeloaders.fraction, n, seed),
         step_time_s=step_time_s,
         step_energy_j=step_energy_j,
         uplink_bits=algorithm.uplink_vectors * vector_bits + scenario.channel.header_bits,

@@ -3,8 +3,10 @@
 import numpy as np
 import torch
 
-from fedjoule.algorithms.executor import LocalWork, SequentialExecutor, VectorisedExecutor
-from fedjoule.algorithms.learning import aggregate_arrived, train_clients
+from fedjoule.algorithms.base import RoundSetup
+from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
+from fedjoule.algorithms.learning import aggregate_arrived, keep_client_state, train_clients
 from fedjoule.algorithms.registry import build_algorithm
 
 
@@ -15,15 +17,18 @@ def squared_loss(w, x, y):
 class Quadratics:
     """N clients, n rows each, d parameters; full-batch steps, so every step is exact GD."""
 
-    def __init__(self, n_clients=10, dim=5, rows=20, seed=0):
+    def __init__(self, n_clients=10, dim=5, rows=20, seed=0, xs=None, ys=None):
         gen = np.random.default_rng(seed)
-        xs, ys = [], []
-        for i in range(n_clients):
-            scale = 0.5 + 1.5 * gen.random(dim)  # different curvature per client
-            x = gen.normal(size=(rows, dim)) * scale
-            w_i = gen.normal(size=dim) * 2 + i * 0.3  # different optimum per client
-            xs.append(x)
-            ys.append(x @ w_i + 0.1 * gen.normal(size=rows))
+        if xs is None:
+            xs, ys = [], []
+            for i in range(n_clients):
+                scale = 0.5 + 1.5 * gen.random(dim)  # different curvature per client
+                x = gen.normal(size=(rows, dim)) * scale
+                w_i = gen.normal(size=dim) * 2 + i * 0.3  # different optimum per client
+                xs.append(x)
+                ys.append(x @ w_i + 0.1 * gen.normal(size=rows))
+        n_clients, dim, rows = len(xs), xs[0].shape[1], xs[0].shape[0]
+        assert all(len(x) == rows for x in xs), "equal rows per client (full-batch stacking)"
         self.n_clients, self.dim, self.rows = n_clients, dim, rows
         self.x = torch.tensor(np.concatenate(xs))
         self.y = torch.tensor(np.concatenate(ys))
@@ -61,20 +66,33 @@ class Quadratics:
         cls = {"vectorised": VectorisedExecutor, "sequential": SequentialExecutor}[kind]
         return cls(squared_loss, self.x, self.y, torch.device("cpu"))
 
-    def run(self, config, rounds, lr, steps, executor=None):
+    def run(self, config, rounds, lr, steps, executor=None, on_round=None):
         """Full participation, full-batch local GD; returns the global model after each round."""
         executor = executor or self.executor()
         samples = torch.full((self.n_clients,), self.rows)
-        algorithm = build_algorithm(config, self.n_clients, samples)
+        algorithm = build_algorithm(config, self.n_clients, samples, steps, lr)
         state = algorithm.init_state(torch.zeros(self.dim, dtype=torch.float64))
+        store = ClientStore(algorithm.client_state, self.dim, torch.float64)
         ids = torch.arange(self.n_clients)
         batch = torch.stack([torch.as_tensor(t) for t in self.client_train])[:, None, :]
-        work = LocalWork(batch.expand(-1, steps, -1), torch.full((self.n_clients,), steps), lr)
+        everyone = torch.ones(self.n_clients, dtype=torch.bool)
         history = []
-        for _ in range(rounds):
-            result = train_clients(algorithm, executor, state, ids, work)
-            state = aggregate_arrived(
-                algorithm, state, result, torch.ones(self.n_clients, dtype=torch.bool)
+        for r in range(rounds):
+            setup = RoundSetup(lr, torch.full((self.n_clients,), steps), r)
+            result = train_clients(
+                algorithm, executor, state, ids, setup, batch.expand(-1, steps, -1), store
             )
+            keep_client_state(store, result, everyone)
+            state = aggregate_arrived(algorithm, state, result, everyone)
+            if algorithm.needs_probe:  # full-batch losses of every client at the probe model
+                w = algorithm.probe_model(state)
+                losses = torch.stack([self.loss(i, w) for i in range(self.n_clients)])
+                state = algorithm.dual_update(state, ids, losses, setup)
+            if on_round:
+                on_round(state)
             history.append(state["w"].numpy().copy())
         return history
+
+    def loss(self, i, w):
+        rows = torch.as_tensor(self.client_train[i])
+        return squared_loss(w, self.x[rows], self.y[rows])

@@ -5,7 +5,8 @@ import os
 import pytest
 import torch
 
-from fedjoule.algorithms.executor import LocalWork, SequentialExecutor, VectorisedExecutor
+from fedjoule.algorithms.base import RoundSetup
+from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
 from fedjoule.algorithms.fedprox import FedProxConfig
 from fedjoule.algorithms.learning import aggregate_arrived, train_clients
 from fedjoule.algorithms.registry import build_algorithm
@@ -63,12 +64,11 @@ def test_masked_steps_equal_shorter_sequential_loops():
     state = algorithm.init_state(torch.randn(24, generator=gen))
     ids = torch.arange(5)
     batches = torch.randint(0, 400, (5, 6, 16), generator=gen)
-    work = LocalWork(
-        batches, torch.tensor([6, 1, 3, 0, 5]), lr=0.1, weight_decay=0.01, clip_grad_norm=0.5
-    )
     out = {}
     for cls in (VectorisedExecutor, SequentialExecutor):
-        result = train_clients(algorithm, cls(loss, x, y, torch.device("cpu")), state, ids, work)
+        setup = RoundSetup(0.1, torch.tensor([6, 1, 3, 0, 5]), 0, 0.01, 0.5)
+        executor = cls(loss, x, y, torch.device("cpu"))
+        result = train_clients(algorithm, executor, state, ids, setup, batches)
         out[cls.__name__] = result.uploads["model"]
         arrived = torch.tensor([True, False, True, True, False])
         out[cls.__name__ + "-agg"] = aggregate_arrived(algorithm, state, result, arrived)["w"]

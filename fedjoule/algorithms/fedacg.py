@@ -1,0 +1,41 @@
+"""FedACG (Kim, Kim, Han, CVPR 2024): accelerated client gradient (ALGORITHMS.md §10.3)."""
+
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
+
+
+class FedACGConfig(AlgorithmConfig):
+    """FedACG options."""
+
+    name: Literal["fedacg"] = "fedacg"
+    server_momentum: float = Field(0.85, ge=0, lt=1, description="Server momentum lambda.")
+    beta: float = Field(
+        1e-3, ge=0, description="Local regulariser weight: beta |theta - look-ahead|^2 (code)."
+    )
+
+
+class FedACG(Algorithm):
+    """Clients start from the look-ahead w + lambda m and stay near it; server momentum."""
+
+    name = "fedacg"
+
+    def init_state(self, w0):
+        return {"w": w0.clone(), "m": torch.zeros_like(w0)}
+
+    def context(self, state, client_ids, rows, setup):
+        look_ahead = state["w"] + self.config.server_momentum * state["m"]
+        return Context(shared={"start": look_ahead, "anchor": look_ahead})
+
+    def correction(self, params, ctx):
+        return 2 * self.config.beta * (params - ctx.shared["anchor"])  # d/dtheta beta |.|^2
+
+    def aggregate(self, state, uploads, client_ids):
+        # m <- lambda m + mean(theta_i - look-ahead);  w <- w + m = mean theta_i
+        look_ahead = state["w"] + self.config.server_momentum * state["m"]
+        mean_delta = (uploads["model"] - look_ahead).mean(0)
+        m = self.config.server_momentum * state["m"] + mean_delta
+        return {**state, "w": state["w"] + m, "m": m}

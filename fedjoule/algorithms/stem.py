@@ -1,0 +1,66 @@
+"""STEM (Khanduri et al., NeurIPS 2021): two-sided STORM momentum (ALGORITHMS.md §10.2).
+
+Clients step along a momentum d updated with two gradients on the same minibatch,
+d <- g(x_k) + (1 - a)(d - g(x_{k-1})); the server averages both x and d.
+"""
+
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context, add_decay, clip_rows
+
+
+class StemConfig(AlgorithmConfig):
+    """STEM options (paper's theory step sizes replaced by a constant lr, as in practice)."""
+
+    name: Literal["stem"] = "stem"
+    momentum_a: float = Field(
+        0.2, gt=0, le=1, description="STORM weight a in (0, 1]; a = 1 is plain SGD."
+    )
+
+
+class Stem(Algorithm):
+    """Local STORM momentum; uploads x_i and d_i, the server broadcasts their means."""
+
+    name = "stem"
+    uplink_vectors = 2
+    downlink_vectors = 2
+
+    def init_state(self, w0):
+        return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}
+
+    def context(self, state, client_ids, rows, setup):
+        m = len(client_ids)
+        w = state["w"]
+        return Context(
+            shared={"start": w, "d": state["d"], "has_d": bool(state["has_d"])},
+            local={"d": state["d"].expand(m, -1).clone(), "previous": w.expand(m, -1).clone()},
+        )
+
+    def direction(self, k, params, grad_at, ctx, setup, active):
+        def g(p):
+            return add_decay(grad_at(p), p, setup.weight_decay)
+
+        d = ctx.local["d"]
+        if k == 0 and not ctx.shared["has_d"]:
+            new = g(params)  # first round: d starts as a minibatch gradient
+        elif k == 0:
+            new = d
+        else:  # STORM: d = g(x_k; xi) + (1 - a)(d - g(x_{k-1}; xi)), same minibatch xi
+            new = g(params) + (1 - self.config.momentum_a) * (d - g(ctx.local["previous"]))
+        ctx.local["d"] = torch.where(active > 0, new, d)
+        ctx.local["previous"] = torch.where(active > 0, params, ctx.local["previous"])
+        return clip_rows(ctx.local["d"], setup.clip_grad_norm)
+
+    def uploads(self, params, ctx, setup):
+        return {"model": params, "momentum": ctx.local["d"]}
+
+    def aggregate(self, state, uploads, client_ids):
+        return {
+            **state,
+            "w": uploads["model"].mean(0),
+            "d": uploads["momentum"].mean(0),
+            "has_d": torch.tensor(True),
+        }
