@@ -79,8 +79,19 @@ class ModelSection(Section):
     )
     hidden: list[int] = Field([200, 200], description="Hidden layer widths of the mlp.")
     zero_init: bool = Field(
-        False, description="Start from all-zero parameters (the FedDyn synthetic setting)."
+        False,
+        description="Start from all-zero parameters (the FedDyn synthetic setting; logistic "
+        "only: a zero MLP or CNN is symmetric and never learns).",
     )
+
+    @model_validator(mode="after")
+    def _zero_init(self):
+        if self.zero_init and self.name != "logistic":
+            raise ValueError(
+                f"zero_init is only for the logistic model: a zero-initialised {self.name} "
+                "has identical hidden units and zero gradients, so it never learns"
+            )
+        return self
 
 
 class TrainingSection(Section):
@@ -118,6 +129,9 @@ class TrainingSection(Section):
     )
     target_value: float | None = Field(
         None, ge=0, le=1, description="Target of target_metric, as a fraction (e.g. 0.9)."
+    )
+    stop_at_target: bool = Field(
+        False, description="End the run at the first evaluation that reaches the target."
     )
 
 

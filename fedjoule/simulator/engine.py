@@ -322,8 +322,12 @@ class Simulation:
         """Play rounds next_round .. last_round-1 in one SimPy environment."""
         env = simpy.Environment(initial_time=self.progress.sim_time_s)
 
+        stop_at_target = self.world.scenario.training.stop_at_target
+
         def server():
             for r in range(self.progress.next_round, last_round):
+                if stop_at_target and self.progress.rounds_to_target is not None:
+                    break
                 tic = time.perf_counter()
                 row = yield env.process(self.play_round(env, r))
                 on_round(self.finish_round(row, time.perf_counter() - tic))
@@ -352,6 +356,12 @@ class Simulation:
         self.store.load_state_dict(saved["client_store"])
         self.last_update = saved["last_update"].to(device)
         self.progress = Progress(**saved["progress"])
+
+    def finished(self) -> bool:
+        """All rounds played, or the target reached with stop_at_target."""
+        training = self.world.scenario.training
+        reached = training.stop_at_target and self.progress.rounds_to_target is not None
+        return reached or self.progress.next_round >= training.rounds
 
     def summary(self) -> dict:
         p = self.progress

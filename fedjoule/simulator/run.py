@@ -86,7 +86,7 @@ def run_scenario(
     write_clients(out / "clients.csv", client_rows(sim))
     summary = sim.summary()
     write_json(out / "summary.json", summary)
-    if sim.progress.next_round >= scenario.training.rounds:
+    if sim.finished():
         plot_run(out)
     return out, summary
 

@@ -142,3 +142,13 @@ def test_a_round_with_nobody_online_waits_and_fails(tmp_path):
     for r in empty:
         assert r["selected"] == 0 and r["failed"] == 1 and r["energy_total_j"] == 0
         assert r["sim_time_end_s"] - r["sim_time_start_s"] == pytest.approx(7.5)
+
+
+def test_stop_at_target_ends_the_run_at_the_first_round_reaching_it(tmp_path):
+    s = load_scenario(
+        "default", ["training.target_value=0.6", "training.stop_at_target=true", "seed=2"]
+    )
+    _, summary = run_scenario(s, tmp_path, device="cpu")
+    rows = read_rounds(tmp_path / "rounds.csv")
+    assert summary["rounds_to_target"] == summary["rounds_completed"] == len(rows) < 100
+    assert rows[-1]["accuracy"] >= 0.6 > max(r["accuracy"] for r in rows[:-1])
