@@ -19,10 +19,9 @@ import torch
 from fedjoule import rng
 from fedjoule.algorithms.executor import LocalWork, minibatch_indices
 from fedjoule.algorithms.learning import aggregate_arrived, train_clients
-from fedjoule.channel.cell import round_fading, round_links
-from fedjoule.channel.link import airtime_s
-from fedjoule.channel.medium import make_medium
-from fedjoule.simulator.client import ClientPlan, ClientRecord, client_round, interrupt_at
+from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.simulator.client import DROP_CAUSES, ClientRecord
+from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
 LEDGER_FIELDS = ("selected", "arrived", "energy_compute_j", "energy_tx_j", "energy_rx_j")
@@ -44,6 +43,18 @@ class Progress:
     time_to_target_s: float | None = None
 
 
+def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
+    """Per-cell selected and arrived counts, ';'-joined (one number per cell)."""
+    selected, arrived = np.zeros(n_cells, dtype=int), np.zeros(n_cells, dtype=int)
+    for rec in records:
+        selected[rec.cell] += 1
+        arrived[rec.cell] += rec.outcome == "arrived"
+    return {
+        "selected_per_cell": ";".join(map(str, selected)),
+        "arrived_per_cell": ";".join(map(str, arrived)),
+    }
+
+
 class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
 
@@ -54,6 +65,7 @@ class Simulation:
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
         self.progress = Progress()
+        self.last_records: list[ClientRecord] = []
 
     # ------------------------------------------------------------------ the story of a round
     def play_round(self, env: simpy.Environment, r: int):
@@ -65,10 +77,12 @@ class Simulation:
 
         # 1. availability: online now and battery above its threshold
         online = world.availability.online_mask(start_s, r)
-        online &= self.battery_j > world.population.battery_threshold_j
+        online &= eligible_mask(self.battery_j, world.population, world.availability, start_s)
         candidates = np.flatnonzero(online)
         # 2. selection: m clients uniformly among those online
-        m = min(training.clients_per_round, len(candidates))
+        m = min(
+            overcommit_count(training.clients_per_round, scenario.round.overcommit), len(candidates)
+        )
         selection = rng.stream(seed, "selection", r)
         selected = np.sort(selection.choice(candidates, m, replace=False)) if m else candidates
         row.update(online=len(candidates), selected=m)
@@ -95,39 +109,9 @@ class Simulation:
         result = train_clients(world.algorithm, world.executor, self.state, ids, work)
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
-        channel = scenario.channel
-        fading = round_fading(channel, world.population.size, seed, r)
-        uplinks, downlinks = round_links(
-            channel, world.cell, world.population.tx_power_w, selected, fading
+        records = yield from play_clients(
+            env, self, r, start_s, selected, training.clients_per_round
         )
-        medium = make_medium(
-            env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
-        )
-        deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
-        records, processes = [], []
-        for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
-            plan = ClientPlan(
-                client=int(k),
-                downlink_s=float(
-                    airtime_s(world.downlink_bits, downlink.rate_bps(channel.downlink_bandwidth_hz))
-                ),
-                rx_power_w=float(world.population.rx_power_w[k]),
-                compute_s=training.local_steps * float(world.step_time_s[k]),
-                compute_energy_j=training.local_steps * float(world.step_energy_j[k]),
-                uplink_bits=world.uplink_bits,
-                uplink=uplink,
-            )
-            record = ClientRecord(int(k))
-            process = env.process(client_round(env, plan, medium, record))
-            stop_s, cause = min(
-                (deadline_s, "deadline"),
-                (world.availability.next_offline_s(int(k), start_s, r), "offline"),
-            )
-            if stop_s < math.inf:
-                env.process(interrupt_at(env, process, stop_s, cause))
-            records.append(record)
-            processes.append(process)
-        yield env.all_of(processes)
 
         # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
         arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
@@ -141,6 +125,7 @@ class Simulation:
     # ------------------------------------------------------------------ bookkeeping
     def _close_row(self, row: dict, end_s: float, records: list[ClientRecord], failed: bool):
         """6. ledger: per-client energy into the ledger and batteries; round totals."""
+        self.last_records = records  # for events.jsonl and the round timeline
         for rec in records:
             k = rec.client
             self.ledger["selected"][k] += 1
@@ -148,13 +133,16 @@ class Simulation:
             for name in ("energy_compute_j", "energy_tx_j", "energy_rx_j"):
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
+        world = self.world
+        charge(self.battery_j, world.population, world.availability, row["sim_time_start_s"], end_s)
         outcomes = [rec.outcome for rec in records]
         row.update(
             sim_time_end_s=end_s,
             arrived=outcomes.count("arrived"),
             dropped=len(records) - outcomes.count("arrived"),
-            dropped_deadline=outcomes.count("deadline"),
-            dropped_offline=outcomes.count("offline"),
+            **{f"dropped_{cause}": outcomes.count(cause) for cause in DROP_CAUSES},
+            uplink_attempts=sum(rec.uplink_attempts for rec in records),
+            **cell_columns(records, world.topology.n_cells),
             failed=int(failed),
             downlink_airtime_s=sum(rec.downlink_airtime_s for rec in records),
             compute_time_s=sum(rec.compute_time_s for rec in records),

@@ -106,6 +106,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "client": k,
                 "device_class": pop.class_names[pop.class_index[k]],
                 "train_samples": len(world.data.client_train[k]),
+                "cell": 0 if world.cell.serving_cell is None else int(world.cell.serving_cell[k]),
                 "distance_m": None
                 if world.cell.distance_m is None
                 else float(world.cell.distance_m[k]),
