@@ -306,6 +306,12 @@ class RoundSection(Section):
         1, ge=1, description="Fewer arrivals than this: the round fails, the model stays."
     )
     server_time_s: float = Field(0.0, ge=0, description="Server aggregation time (s).")
+    interval_s: float | None = Field(
+        None,
+        gt=0,
+        description="Round r starts no earlier than r x interval_s of simulated time (s), so "
+        "runs can span a day (none: back to back).",
+    )
     overcommit: float = Field(
         1.0,
         ge=1,

@@ -176,7 +176,7 @@ def _upload(env, plan: ClientPlan, medium, record: ClientRecord, guard):
             end = started["s"] + stop.airtime_s
             _span(
                 record,
-                "uplink",
+                "uplink_aborted",
                 started["s"],
                 end,
                 link.tx_energy_j(stop.airtime_s),

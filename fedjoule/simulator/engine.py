@@ -72,6 +72,8 @@ class Simulation:
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
         world, scenario = self.world, self.world.scenario
         training, seed = scenario.training, scenario.seed
+        if scenario.round.interval_s:  # rounds on a schedule: wait for this round's slot
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
         start_s = env.now
         row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
 
@@ -134,7 +136,10 @@ class Simulation:
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
         world = self.world
-        charge(self.battery_j, world.population, world.availability, row["sim_time_start_s"], end_s)
+        # charging since the previous round ended (the wait between rounds included)
+        charge(
+            self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
+        )
         outcomes = [rec.outcome for rec in records]
         row.update(
             sim_time_end_s=end_s,
