@@ -135,6 +135,10 @@ class Simulation:
             for name in ("energy_compute_j", "energy_tx_j", "energy_rx_j"):
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
+            if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
+                self.battery_j[k] = min(
+                    self.battery_j[k], self.world.population.battery_threshold_j[k]
+                )
         world = self.world
         # charging since the previous round ended (the wait between rounds included)
         charge(
