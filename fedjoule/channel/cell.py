@@ -5,20 +5,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedjoule import rng
-from fedjoule.channel.fading import fading_power, shadowing_linear
-from fedjoule.channel.geometry import distances_m, uniform_disc_positions
+from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import Link, noise_psd_w_per_hz
 from fedjoule.channel.pathloss import free_space_db, log_distance_db, macro_3gpp_db
+from fedjoule.channel.topology import build_topology, place_clients
 from fedjoule.channel.units import db_to_linear, dbm_to_w
+from fedjoule.scenarios.schema import TopologySection
 
 
 @dataclass
 class Cell:
     """Static large-scale channel state of the N clients (drawn once: it changes slowly)."""
 
-    distance_m: np.ndarray | None  # None when the scenario gives the SNR directly
-    large_scale_gain: np.ndarray | None  # path loss x shadowing, linear
+    distance_m: np.ndarray | None  # to the serving base station; None when SNR is given
+    large_scale_gain: np.ndarray | None  # path loss x shadowing to the serving station, linear
     noise_psd_w_per_hz: float
+    serving_cell: np.ndarray | None = None  # (N,) base station of each client; None: all 0
 
 
 def path_loss_db(section, distance_m: np.ndarray) -> np.ndarray:
@@ -29,16 +31,25 @@ def path_loss_db(section, distance_m: np.ndarray) -> np.ndarray:
     return log_distance_db(distance_m, section.pl0_db, section.pl_exponent)
 
 
-def build_cell(section, n_clients: int, seed: int) -> Cell:
+def build_cell(section, n_clients: int, seed: int, topology_section=None) -> Cell:
+    """Clients' large-scale gains to their strongest base station (one cell by default)."""
+    cell, _ = build_network(section, n_clients, seed, topology_section)
+    return cell
+
+
+def build_network(section, n_clients: int, seed: int, topology_section=None):
+    """The clients' `Cell` (gains to their serving station) and the network `Topology`."""
+    topology_section = topology_section or TopologySection()
     noise = noise_psd_w_per_hz(section.noise_dbm_per_hz, section.noise_figure_db)
-    if section.snr_db is not None:
-        return Cell(None, None, noise)
-    positions = uniform_disc_positions(
-        rng.stream(seed, "geometry"), n_clients, section.cell_radius_m, section.min_distance_m
-    )
-    distance = distances_m(positions)
-    shadow = shadowing_linear(rng.stream(seed, "shadowing"), section.shadowing_sigma_db, n_clients)
-    return Cell(distance, db_to_linear(-path_loss_db(section, distance)) * shadow, noise)
+    positions, distances, shadow, home = place_clients(topology_section, section, n_clients, seed)
+    if distances is None:  # SNR given directly: each client belongs to its home cell
+        cell = Cell(None, None, noise, home)
+    else:
+        gains = db_to_linear(-path_loss_db(section, distances)) * shadow  # (N, C)
+        serving = np.argmax(gains, axis=1)  # association to the strongest base station
+        rows = np.arange(n_clients)
+        cell = Cell(distances[rows, serving], gains[rows, serving], noise, serving)
+    return cell, build_topology(topology_section, cell.serving_cell, positions)
 
 
 def round_fading(section, n_clients: int, seed: int, round_index: int) -> tuple:

@@ -11,7 +11,7 @@ Every medium has the same interface. Inside a client process::
 the transmit energy is `link.tx_energy_j(airtime_s)` in both cases.
 """
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import simpy
@@ -92,12 +92,18 @@ class FdmaMedium:
         """Bandwidth each active transmitter has now (the whole band when idle)."""
         return self.bandwidth_hz / max(1, len(self._transfers))
 
-    def transmit(self, bits: float, link: Link) -> Generator[simpy.Event, Any, float]:
-        """Send `bits` over `link`; returns the airtime, raises TransmissionAborted."""
+    def transmit(
+        self, bits: float, link: Link, on_start: Callable[[], None] | None = None
+    ) -> Generator[simpy.Event, Any, float]:
+        """Send `bits` over `link`; returns the airtime, raises TransmissionAborted.
+
+        `on_start` is called when sending begins (at once: FDMA has no queue)."""
         bits = _check_bits(bits)
         start_s = self.env.now
         if bits == 0:
             return 0.0
+        if on_start is not None:
+            on_start()
         transfer = _Transfer(bits, link, self.env.event())
         self._advance()
         self._transfers.append(transfer)
@@ -184,8 +190,12 @@ class _QueuedMedium:
         """Number of transmitters waiting for the medium."""
         return len(self._resource.queue)
 
-    def transmit(self, bits: float, link: Link) -> Generator[simpy.Event, Any, float]:
-        """Queue, then send `bits` over `link`; returns the airtime (sending time only)."""
+    def transmit(
+        self, bits: float, link: Link, on_start: Callable[[], None] | None = None
+    ) -> Generator[simpy.Event, Any, float]:
+        """Queue, then send `bits` over `link`; returns the airtime (sending time only).
+
+        `on_start` is called when the client gets its sub-band and starts sending."""
         bits = _check_bits(bits)
         if bits == 0:
             return 0.0
@@ -195,6 +205,8 @@ class _QueuedMedium:
             try:
                 yield request
                 sending_since_s = self.env.now
+                if on_start is not None:
+                    on_start()
                 rate_bps = link.rate_bps(self.share_hz)
                 # A zero-rate link holds its sub-band until an interrupt ends it.
                 yield self.env.timeout(bits / rate_bps) if rate_bps > 0 else self.env.event()

@@ -146,3 +146,172 @@ class _Timeline:
     def next_change_after(self, time_s: float) -> float:
         self._extend_past(time_s)
         return float(self.change_times_s[np.searchsorted(self.change_times_s, time_s, "right")])
+
+
+DAY_S = 24 * 3600.0
+
+
+class Diurnal:
+    """Each round, client k is online with probability clip(p + A sin(2 pi (t - phi_k)/24 h),
+    0, 1), independently, at the round's start time t; it charges while (t - phi_k) mod 24 h
+    lies in the daily window [charging_from_h, charging_to_h) (which may wrap midnight).
+
+    Phases phi_k = phase_h + U(0, spread_h) come from stream ("diurnal", 0); the online draws
+    of round r from stream ("diurnal", 1, r). The state is fixed for the round.
+    """
+
+    def __init__(
+        self,
+        mean: float,
+        amplitude: float,
+        phase_h: float,
+        phase_spread_h: float,
+        charging_from_h: float,
+        charging_to_h: float,
+        seed: int,
+        n_clients: int,
+    ) -> None:
+        self.mean, self.amplitude = float(mean), float(amplitude)
+        self.seed = seed
+        self.n_clients = _check_n_clients(n_clients)
+        spread = stream(seed, "diurnal", 0).uniform(0.0, phase_spread_h, self.n_clients)
+        self.phase_s = (phase_h + spread) * 3600.0
+        self.charging_from_s = charging_from_h * 3600.0
+        self.charging_to_s = charging_to_h * 3600.0
+        self._cached: tuple[int, float] | None = None
+        self._mask = np.ones(0, dtype=bool)
+
+    def probability(self, time_s: float) -> np.ndarray:
+        """Every client's online probability at `time_s`."""
+        # WIRELESS.md, Availability: clip(p + A sin(2 pi (t - phi_k) / 24 h), 0, 1)
+        angle = 2.0 * np.pi * (time_s - self.phase_s) / DAY_S
+        return np.clip(self.mean + self.amplitude * np.sin(angle), 0.0, 1.0)
+
+    def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
+        if self._cached != (round_index, time_s):
+            draws = stream(self.seed, "diurnal", 1, round_index).random(self.n_clients)
+            self._mask = draws < self.probability(time_s)
+            self._cached = (round_index, time_s)
+        return self._mask.copy()
+
+    def online(self, client: int, time_s: float, round_index: int) -> bool:
+        return bool(self.online_mask(time_s, round_index)[client])
+
+    def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
+        return math.inf if self.online(client, time_s, round_index) else float(time_s)
+
+    def _window_time_s(self, client: int, t0: float, t1: float) -> float:
+        """Length of [t0, t1] inside client's daily charging windows."""
+        a, b = self.charging_from_s, self.charging_to_s
+        windows = [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
+        shift = self.phase_s[client]
+        total = 0.0
+        first_day = math.floor((t0 - shift) / DAY_S)
+        last_day = math.floor((t1 - shift) / DAY_S)
+        for day in range(first_day, last_day + 1):
+            base = shift + day * DAY_S
+            for lo, hi in windows:
+                total += max(0.0, min(t1, base + hi) - max(t0, base + lo))
+        return total
+
+    def charging(self, client: int, time_s: float) -> bool:
+        local_s = (time_s - self.phase_s[client]) % DAY_S
+        a, b = self.charging_from_s, self.charging_to_s
+        return a <= local_s < b if a <= b else (local_s >= a or local_s < b)
+
+    def charging_time_s(self, t0: float, t1: float) -> np.ndarray:
+        """Per client, the time in [t0, t1] spent charging (s)."""
+        return np.array([self._window_time_s(k, t0, t1) for k in range(self.n_clients)])
+
+
+class TraceReplay:
+    """Online intervals read from a CSV with columns client, start_s, end_s.
+
+    With `period_s` the trace repeats every period_s seconds. Clients not in the file are
+    never online.
+    """
+
+    def __init__(self, path, n_clients: int, period_s: float | None = None) -> None:
+        import csv
+        from pathlib import Path
+
+        self.n_clients = _check_n_clients(n_clients)
+        self.period_s = period_s
+        path = Path(path)
+        if not path.is_file():
+            raise FedjouleError(
+                f"availability.trace_file: {path} not found; give a CSV with columns "
+                "client, start_s, end_s"
+            )
+        intervals: dict[int, list[tuple[float, float]]] = {}
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or not {"client", "start_s", "end_s"} <= set(
+                reader.fieldnames
+            ):
+                raise FedjouleError(
+                    f"availability.trace_file {path}: columns {reader.fieldnames} lack one of "
+                    "client, start_s, end_s"
+                )
+            for line, row in enumerate(reader, start=2):
+                try:
+                    k, t0, t1 = int(row["client"]), float(row["start_s"]), float(row["end_s"])
+                except (TypeError, ValueError):
+                    raise FedjouleError(
+                        f"availability.trace_file {path}, line {line}: expected an integer "
+                        f"client and numbers start_s <= end_s, got {row}"
+                    ) from None
+                if not (0 <= k < self.n_clients and t0 <= t1):
+                    raise FedjouleError(
+                        f"availability.trace_file {path}, line {line}: client must be in "
+                        f"[0, {self.n_clients}) and start_s <= end_s, got {row}"
+                    )
+                if period_s is not None and t1 > period_s:
+                    raise FedjouleError(
+                        f"availability.trace_file {path}, line {line}: end_s {t1} is past "
+                        f"trace_period_s {period_s}"
+                    )
+                intervals.setdefault(k, []).append((t0, t1))
+        self._starts, self._ends = {}, {}
+        for k, spans in intervals.items():  # merge overlapping intervals
+            merged: list[list[float]] = []
+            for t0, t1 in sorted(spans):
+                if merged and t0 <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], t1)
+                else:
+                    merged.append([t0, t1])
+            self._starts[k] = np.array([m[0] for m in merged])
+            self._ends[k] = np.array([m[1] for m in merged])
+
+    def _local(self, time_s: float) -> tuple[float, float]:
+        """Time within the period and the period's start (the time itself without a period)."""
+        if self.period_s is None:
+            return time_s, 0.0
+        base = math.floor(time_s / self.period_s) * self.period_s
+        return time_s - base, base
+
+    def _interval_end(self, client: int, time_s: float) -> float | None:
+        """End of the online interval holding time_s (None if offline then)."""
+        if client not in self._starts:
+            return None
+        local, base = self._local(time_s)
+        i = int(np.searchsorted(self._starts[client], local, side="right")) - 1
+        if i >= 0 and local < self._ends[client][i]:
+            end = base + float(self._ends[client][i])
+            if self.period_s is not None and self._ends[client][i] >= self.period_s:
+                if self._starts[client][0] <= 0 and len(self._starts[client]) == 1:
+                    return math.inf  # online over the whole period, for ever
+                nxt = self._interval_end(client, base + self.period_s)  # runs into next period
+                return end if nxt is None else max(end, nxt)
+            return end
+        return None
+
+    def online(self, client: int, time_s: float, round_index: int) -> bool:
+        return self._interval_end(int(client), time_s) is not None
+
+    def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
+        end = self._interval_end(int(client), time_s)
+        return float(time_s) if end is None else end
+
+    def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
+        return np.array([self.online(k, time_s, round_index) for k in range(self.n_clients)])

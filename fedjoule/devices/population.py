@@ -27,6 +27,7 @@ class Population:
     battery_capacity_j: np.ndarray
     battery_initial_j: np.ndarray
     battery_threshold_j: np.ndarray
+    charge_power_w: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -70,6 +71,7 @@ def sample_population(section, seed: int) -> Population:
         battery_capacity_j=capacity,
         battery_initial_j=capacity * charge,
         battery_threshold_j=capacity * per_client([c.battery_threshold for c in classes]),
+        charge_power_w=per_client([c.charge_power_w for c in classes]),
     )
 
 

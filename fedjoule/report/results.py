@@ -16,6 +16,9 @@ ROUND_COLUMNS = [
     "dropped",
     "dropped_deadline",
     "dropped_offline",
+    "dropped_outage",
+    "dropped_battery",
+    "dropped_overcommit",
     "failed",
     "energy_compute_j",
     "energy_tx_j",
@@ -26,6 +29,9 @@ ROUND_COLUMNS = [
     "uplink_airtime_s",
     "downlink_airtime_s",
     "compute_time_s",
+    "uplink_attempts",
+    "selected_per_cell",
+    "arrived_per_cell",
     "lr",
     "accuracy",
     "loss",
@@ -42,6 +48,7 @@ CLIENT_COLUMNS = [
     "client",
     "device_class",
     "train_samples",
+    "cell",
     "distance_m",
     "mean_uplink_snr_db",
     "cpu_freq_hz",
@@ -95,12 +102,20 @@ class RoundsFile:
             os.fsync(f.fileno())
 
 
+def _number(text: str):
+    """A rounds.csv cell as a float (empty: NaN); text such as '3;1;0' stays text."""
+    if text == "":
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def read_rounds(path: Path) -> list[dict]:
-    """rounds.csv as dicts of floats (empty cells become NaN)."""
+    """rounds.csv as dicts of floats (empty cells become NaN; per-cell lists stay text)."""
     with Path(path).open() as f:
-        return [
-            {k: float(v) if v != "" else math.nan for k, v in r.items()} for r in csv.DictReader(f)
-        ]
+        return [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def write_clients(path: Path, rows: list[dict]) -> None:

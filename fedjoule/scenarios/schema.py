@@ -160,6 +160,9 @@ class DeviceClass(Section):
     battery_threshold: float = Field(
         0.2, ge=0, lt=1, description="Below this charge fraction the device stops taking part."
     )
+    charge_power_w: float = Field(
+        10.0, ge=0, description="Charging power while plugged in (W; diurnal availability)."
+    )
 
     @model_validator(mode="after")
     def _ranges(self):
@@ -240,7 +243,31 @@ class ChannelSection(Section):
         8.0, ge=0, description="Log-normal shadowing sigma (dB), drawn once per client."
     )
     fading: Literal["none", "rayleigh", "rician"] = Field(
-        "rayleigh", description="Block fading, redrawn every round."
+        "rayleigh", description="Block fading, redrawn every round (see fading_per)."
+    )
+    fading_per: Literal["round", "transmission"] = Field(
+        "round",
+        description="round: one fading draw per client and round for every attempt; "
+        "transmission: each uplink retransmission sees a fresh draw.",
+    )
+    outage: Literal["none", "rayleigh", "waterfall"] = Field(
+        "none",
+        description="Packet error per upload attempt, independent per attempt, from the "
+        "fading-free SNR on the client's nominal bandwidth (B/m fdma, B tdma, B/R ofdma): "
+        "rayleigh: q = 1 - exp(-(2^R - 1)/SNR) at the target spectral efficiency R; "
+        "waterfall: q = 1 - exp(-m/SNR) = 1 - exp(-m N0 b/(p gain)) (Chen et al., TWC 2021).",
+    )
+    outage_target_se_bps_per_hz: float = Field(
+        1.0, gt=0, description="Target spectral efficiency R of the rayleigh outage (bit/s/Hz)."
+    )
+    waterfall_m: float = Field(
+        0.023, gt=0, description="Waterfall threshold m (linear; Chen et al. use 0.023)."
+    )
+    max_retx: int = Field(
+        0,
+        ge=0,
+        description="Retransmissions after a failed upload attempt (each costs airtime and "
+        "energy); after 1 + max_retx failures the update is dropped (dropped_outage).",
     )
     rician_k: float = Field(3.0, ge=0, description="Rician K-factor (linear).")
     noise_dbm_per_hz: float = Field(-174.0, description="Thermal noise PSD (dBm/Hz).")
@@ -258,14 +285,53 @@ class ChannelSection(Section):
 class AvailabilitySection(Section):
     """When clients are online (WIRELESS.md, Availability)."""
 
-    kind: Literal["always", "bernoulli", "markov"] = Field(
+    kind: Literal["always", "bernoulli", "markov", "diurnal", "trace"] = Field(
         "always",
         description="always; bernoulli (each round offline with p_drop); markov (on/off "
-        "periods with exponential durations, in simulated time).",
+        "periods with exponential durations, in simulated time); diurnal (each round online "
+        "with probability clip(p + A sin(2 pi (t - phi_k)/24 h), 0, 1), charging in a daily "
+        "window); trace (online intervals replayed from trace_file).",
     )
     p_drop: float = Field(0.1, ge=0, lt=1, description="Per-round offline probability.")
     mean_on_s: float = Field(1800.0, gt=0, description="Markov mean online period (s).")
     mean_off_s: float = Field(600.0, gt=0, description="Markov mean offline period (s).")
+    diurnal_mean: float = Field(
+        0.5, ge=0, le=1, description="Diurnal mean online probability p (fraction)."
+    )
+    diurnal_amplitude: float = Field(
+        0.4, ge=0, le=1, description="Diurnal amplitude A of the online probability (fraction)."
+    )
+    diurnal_phase_h: float = Field(
+        0.0,
+        description="Diurnal phase phi of every client (h); the probability peaks at "
+        "t = phi + 6 h.",
+    )
+    diurnal_phase_spread_h: float = Field(
+        0.0,
+        ge=0,
+        le=24,
+        description="Per-client phase (time zone): phi_k = diurnal_phase_h + U(0, spread) (h).",
+    )
+    charging_from_h: float = Field(
+        0.0, ge=0, lt=24, description="Diurnal: daily charging window start, (t - phi_k) mod 24 h."
+    )
+    charging_to_h: float = Field(
+        8.0, ge=0, le=24, description="Diurnal: daily charging window end (h); may wrap midnight."
+    )
+    trace_file: str | None = Field(
+        None,
+        description="Trace: CSV with columns client, start_s, end_s (online intervals, "
+        "simulated s); a path relative to the working directory. Unlisted clients stay offline.",
+    )
+    trace_period_s: float | None = Field(
+        None, gt=0, description="Trace: replay the trace every this many seconds (none: once)."
+    )
+
+    @model_validator(mode="after")
+    def _trace(self):
+        if self.kind == "trace" and not self.trace_file:
+            raise ValueError("availability.kind=trace needs availability.trace_file")
+        return self
 
 
 class RoundSection(Section):
@@ -281,11 +347,97 @@ class RoundSection(Section):
         1, ge=1, description="Fewer arrivals than this: the round fails, the model stays."
     )
     server_time_s: float = Field(0.0, ge=0, description="Server aggregation time (s).")
+    interval_s: float | None = Field(
+        None,
+        gt=0,
+        description="Round r starts no earlier than r x interval_s of simulated time (s), so "
+        "runs can span a day (none: back to back).",
+    )
+    overcommit: float = Field(
+        1.0,
+        ge=1,
+        description="Over-commit factor f: select ceil(f m) clients, keep the first m arrivals "
+        "and discard the rest (Bonawitz et al., MLSys 2019).",
+    )
     idle_wait_s: float = Field(
         60.0,
         gt=0,
         description="When no client is online, the server waits this long (s) and "
         "counts a failed round.",
+    )
+
+
+class TopologySection(Section):
+    """Base stations, association and backhaul (WIRELESS.md, Topology); default one cell."""
+
+    layout: Literal["single", "hexagonal", "grid", "positions"] = Field(
+        "single",
+        description="single: one base station at the origin; hexagonal: `cells` sites on a "
+        "hexagonal grid (centre, then rings); grid: `cells` sites on a square grid; "
+        "positions: the sites in bs_positions_m.",
+    )
+    cells: int = Field(1, ge=1, description="Number of base stations (hexagonal, grid).")
+    inter_site_distance_m: float = Field(
+        500.0, gt=0, description="Distance between neighbouring base stations (m)."
+    )
+    bs_positions_m: list[list[float]] | None = Field(
+        None, description="Base-station (x, y) positions (m) for layout=positions."
+    )
+    client_share_per_cell: list[float] | None = Field(
+        None,
+        description="Fraction of clients placed around each base station (fractions summing "
+        "to 1; none: equal). Each client is then served by its strongest station.",
+    )
+    backhaul_capacity_bps: float | list[float] | None = Field(
+        None,
+        description="Capacity of each base station's link to the server (bit/s; one value or "
+        "one per cell; none: unlimited). Adds bits/capacity to every transfer crossing it.",
+    )
+    backhaul_latency_s: float | list[float] = Field(
+        0.0, description="Latency of each backhaul link (s; one value or one per cell)."
+    )
+
+    @model_validator(mode="after")
+    def _cells(self):
+        n = self.n_cells
+        if self.layout == "positions":
+            if not self.bs_positions_m or any(len(p) != 2 for p in self.bs_positions_m):
+                raise ValueError("layout=positions needs bs_positions_m: a list of [x, y] (m)")
+        for name in ("client_share_per_cell", "backhaul_capacity_bps", "backhaul_latency_s"):
+            value = getattr(self, name)
+            if isinstance(value, list) and len(value) != n:
+                raise ValueError(f"{name} has {len(value)} values for {n} cells")
+            values = value if isinstance(value, list) else [value]
+            if name == "backhaul_capacity_bps" and any(v is not None and v <= 0 for v in values):
+                raise ValueError(f"{name} must be > 0 bit/s, got {value}")
+            if name == "backhaul_latency_s" and any(v < 0 for v in values):
+                raise ValueError(f"{name} must be >= 0 s, got {value}")
+        share = self.client_share_per_cell
+        if share is not None and (min(share) < 0 or abs(sum(share) - 1) > 1e-6):
+            raise ValueError(f"client_share_per_cell must be >= 0 and sum to 1, got {share}")
+        return self
+
+    @property
+    def n_cells(self) -> int:
+        if self.layout == "single":
+            return 1
+        if self.layout == "positions":
+            return len(self.bs_positions_m or [])
+        return self.cells
+
+
+class OutputSection(Section):
+    """Optional outputs of a run."""
+
+    events: bool = Field(
+        False,
+        description="Write events.jsonl: every transfer and computation (round, client, "
+        "kind, start and end in simulated s, energy in J, bits).",
+    )
+    timeline_rounds: list[int] = Field(
+        [],
+        description="Rounds (0-based) to draw as timeline_round_<r>.png: per client, "
+        "download, compute, upload and waiting against simulated time (s).",
     )
 
 
@@ -303,6 +455,8 @@ class Scenario(Section):
     channel: ChannelSection = Field(default_factory=ChannelSection)
     availability: AvailabilitySection = Field(default_factory=AvailabilitySection)
     round: RoundSection = Field(default_factory=RoundSection)
+    topology: TopologySection = Field(default_factory=TopologySection)
+    output: OutputSection = Field(default_factory=OutputSection)
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -26,10 +26,9 @@ from fedjoule.algorithms.learning import (
     keep_client_state,
     train_clients,
 )
-from fedjoule.channel.cell import round_fading, round_links
-from fedjoule.channel.link import airtime_s
-from fedjoule.channel.medium import make_medium
-from fedjoule.simulator.client import ClientPlan, ClientRecord, client_round, interrupt_at
+from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.simulator.client import DROP_CAUSES, ClientRecord
+from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
 LEDGER_FIELDS = ("selected", "arrived", "energy_compute_j", "energy_tx_j", "energy_rx_j")
@@ -51,6 +50,18 @@ class Progress:
     time_to_target_s: float | None = None
 
 
+def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
+    """Per-cell selected and arrived counts, ';'-joined (one number per cell)."""
+    selected, arrived = np.zeros(n_cells, dtype=int), np.zeros(n_cells, dtype=int)
+    for rec in records:
+        selected[rec.cell] += 1
+        arrived[rec.cell] += rec.outcome == "arrived"
+    return {
+        "selected_per_cell": ";".join(map(str, selected)),
+        "arrived_per_cell": ";".join(map(str, arrived)),
+    }
+
+
 class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
 
@@ -63,12 +74,15 @@ class Simulation:
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
         self.progress = Progress()
+        self.last_records: list[ClientRecord] = []
 
     # ------------------------------------------------------------------ the story of a round
     def play_round(self, env: simpy.Environment, r: int):
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
         world, scenario = self.world, self.world.scenario
         training, seed = scenario.training, scenario.seed
+        if scenario.round.interval_s:  # rounds on a schedule: wait for this round's slot
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
         start_s = env.now
         lr = training.lr * training.lr_decay**r
         row = {"round": r, "sim_time_start_s": start_s, "lr": lr}
@@ -111,7 +125,9 @@ class Simulation:
                 "up_bits": world.uplink_bits,
             }
 
-        records = yield from self.client_phase(env, r, selected, plan)
+        records = yield from play_clients(
+            env, self, r, start_s, selected, training.clients_per_round, plan
+        )
 
         # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
         arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
@@ -131,9 +147,10 @@ class Simulation:
         return self._close_row(row, env.now, records, failed, probe_records)
 
     def online_clients(self, time_s: float, r: int) -> np.ndarray:
-        """Clients online now, with battery above their threshold."""
-        online = self.world.availability.online_mask(time_s, r)
-        online &= self.battery_j > self.world.population.battery_threshold_j
+        """Clients online now, with battery above their threshold (or charging)."""
+        world = self.world
+        online = world.availability.online_mask(time_s, r)
+        online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
         return np.flatnonzero(online)
 
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
@@ -154,7 +171,8 @@ class Simulation:
                 chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
                 if len(chosen):
                     return chosen
-        m = min(training.clients_per_round, len(candidates))
+        wanted = overcommit_count(training.clients_per_round, self.world.scenario.round.overcommit)
+        m = min(wanted, len(candidates))
         p = None if weights is None else weights / weights.sum()
         return np.sort(gen.choice(candidates, m, replace=False, p=p))
 
@@ -163,46 +181,6 @@ class Simulation:
         section = self.world.scenario.population.freeloaders
         gen = rng.torch_generator(self.world.scenario.seed, "freeloader", self.progress.next_round)
         return fabricate(section.behaviour, start, self.last_update, section.noise_scale, gen)
-
-    def client_phase(self, env: simpy.Environment, r: int, clients, plan):
-        """Every client receives, computes and uploads as its own SimPy process; returns
-        their records once all arrived or were dropped (deadline, went offline)."""
-        world, scenario = self.world, self.world.scenario
-        channel = scenario.channel
-        start_s = env.now
-        fading = round_fading(channel, world.population.size, scenario.seed, r)
-        uplinks, downlinks = round_links(
-            channel, world.cell, world.population.tx_power_w, clients, fading
-        )
-        medium = make_medium(
-            env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
-        )
-        deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
-        records, processes = [], []
-        for k, uplink, downlink in zip(clients, uplinks, downlinks, strict=True):
-            cost = plan(int(k))
-            down_rate = downlink.rate_bps(channel.downlink_bandwidth_hz)
-            client_plan = ClientPlan(
-                client=int(k),
-                downlink_s=float(airtime_s(cost["down_bits"], down_rate)),
-                rx_power_w=float(world.population.rx_power_w[k]),
-                compute_s=cost["compute_s"],
-                compute_energy_j=cost["compute_energy_j"],
-                uplink_bits=cost["up_bits"],
-                uplink=uplink,
-            )
-            record = ClientRecord(int(k))
-            process = env.process(client_round(env, client_plan, medium, record))
-            stop_s, cause = min(
-                (deadline_s, "deadline"),
-                (world.availability.next_offline_s(int(k), start_s, r), "offline"),
-            )
-            if stop_s < math.inf:
-                env.process(interrupt_at(env, process, stop_s, cause))
-            records.append(record)
-            processes.append(process)
-        yield env.all_of(processes)
-        return records
 
     def probe(self, env: simpy.Environment, r: int, setup: RoundSetup):
         """DRFA/DRDM's second set: m clients chosen uniformly receive the probe model,
@@ -226,7 +204,7 @@ class Simulation:
                 "up_bits": header + 32,
             }
 
-        records = yield from self.client_phase(env, r, clients, plan)
+        records = yield from play_clients(env, self, r, env.now, clients, len(clients), plan)
         arrived = np.array([rec.outcome == "arrived" for rec in records])
         ids = clients[arrived]
         if len(ids):
@@ -257,6 +235,7 @@ class Simulation:
         """6. ledger: per-client energy into the ledger and batteries; round totals.
         Participation counts come from the training set; energy and airtime from the
         training and the probe set."""
+        self.last_records = [*records, *probe_records]  # for events.jsonl and the timeline
         for rec in records:
             self.ledger["selected"][rec.client] += 1
             self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
@@ -266,13 +245,23 @@ class Simulation:
             for name in ("energy_compute_j", "energy_tx_j", "energy_rx_j"):
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
+            if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
+                self.battery_j[k] = min(
+                    self.battery_j[k], self.world.population.battery_threshold_j[k]
+                )
+        world = self.world
+        # charging since the previous round ended (the wait between rounds included)
+        charge(
+            self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
+        )
         outcomes = [rec.outcome for rec in records]
         row.update(
             sim_time_end_s=end_s,
             arrived=outcomes.count("arrived"),
             dropped=len(records) - outcomes.count("arrived"),
-            dropped_deadline=outcomes.count("deadline"),
-            dropped_offline=outcomes.count("offline"),
+            **{f"dropped_{cause}": outcomes.count(cause) for cause in DROP_CAUSES},
+            uplink_attempts=sum(rec.uplink_attempts for rec in records),
+            **cell_columns(records, world.topology.n_cells),
             failed=int(failed),
             downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
             compute_time_s=sum(rec.compute_time_s for rec in spent),

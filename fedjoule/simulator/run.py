@@ -12,12 +12,14 @@ from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, write_clients, write_json
+from fedjoule.report.timeline import append_events, plot_timeline, truncate_events
 from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.world import World, build_world
 
 CHECKPOINT = "checkpoint.pt"
+EVENTS = "events.jsonl"
 
 
 def default_out_dir(scenario: Scenario) -> Path:
@@ -65,11 +67,21 @@ def run_scenario(
     if resume:
         sim.load_state_dict(torch.load(out / CHECKPOINT, weights_only=False))
         rounds_file.truncate_to(sim.progress.next_round)
+        truncate_events(out / EVENTS, sim.progress.next_round)
     if on_start:
         on_start(world, sim.progress.next_round)
 
     def record(row: dict) -> None:
         rounds_file.append(row)
+        if scenario.output.events:
+            append_events(out / EVENTS, row["round"], sim.last_records)
+        if row["round"] in scenario.output.timeline_rounds:
+            plot_timeline(
+                out / f"timeline_round_{row['round']}.png",
+                row,
+                sim.last_records,
+                scenario.round.deadline_s,
+            )
         tmp = out / (CHECKPOINT + ".tmp")
         torch.save(sim.state_dict(), tmp)
         os.replace(tmp, out / CHECKPOINT)
@@ -107,6 +119,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "client": k,
                 "device_class": pop.class_names[pop.class_index[k]],
                 "train_samples": len(world.data.client_train[k]),
+                "cell": 0 if world.cell.serving_cell is None else int(world.cell.serving_cell[k]),
                 "distance_m": None
                 if world.cell.distance_m is None
                 else float(world.cell.distance_m[k]),

@@ -9,9 +9,16 @@ from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.executor import EXECUTORS
 from fedjoule.algorithms.registry import build_algorithm
-from fedjoule.channel.cell import Cell, build_cell
+from fedjoule.channel.cell import Cell, build_network
+from fedjoule.channel.topology import Topology
 from fedjoule.data.federated import FederatedData, build_federated_data
-from fedjoule.devices.availability import AlwaysOn, BernoulliDropout, MarkovOnOff
+from fedjoule.devices.availability import (
+    AlwaysOn,
+    BernoulliDropout,
+    Diurnal,
+    MarkovOnOff,
+    TraceReplay,
+)
 from fedjoule.devices.population import Population, sample_population, step_costs
 from fedjoule.errors import FedjouleError
 from fedjoule.models import build_model
@@ -29,6 +36,7 @@ class World:
     w0: torch.Tensor
     population: Population
     cell: Cell
+    topology: Topology
     availability: object
     algorithm: Algorithm
     executor: object
@@ -57,6 +65,19 @@ def build_availability(section, n_clients: int, seed: int):
         return AlwaysOn(n_clients)
     if section.kind == "bernoulli":
         return BernoulliDropout(section.p_drop, seed, n_clients)
+    if section.kind == "diurnal":
+        return Diurnal(
+            section.diurnal_mean,
+            section.diurnal_amplitude,
+            section.diurnal_phase_h,
+            section.diurnal_phase_spread_h,
+            section.charging_from_h,
+            section.charging_to_h,
+            seed,
+            n_clients,
+        )
+    if section.kind == "trace":
+        return TraceReplay(section.trace_file, n_clients, section.trace_period_s)
     return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
 
 
@@ -98,6 +119,7 @@ def build_world(
     client_steps, nominal_steps = local_steps(training, data.client_samples)
     algorithm = build_algorithm(scenario.algorithm, n, samples, nominal_steps, training.lr, seed)
     vector_bits = model.n_params * scenario.channel.bits_per_param
+    cell, topology = build_network(scenario.channel, n, seed, scenario.topology)
     return World(
         scenario=scenario,
         device=torch_device,
@@ -105,7 +127,8 @@ def build_world(
         model=model,
         w0=w0.to(torch_device),
         population=population,
-        cell=build_cell(scenario.channel, n, seed),
+        cell=cell,
+        topology=topology,
         availability=build_availability(scenario.availability, n, seed),
         algorithm=algorithm,
         executor=EXECUTORS[executor](model.loss, data.x_train, data.y_train, torch_device),

@@ -1,0 +1,115 @@
+"""Per-round event output: events.jsonl lines and the round-timeline PNG (who waited on whom)."""
+
+import json
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+COLOURS = {
+    "backhaul_down": "#9467bd",
+    "downlink": "#1f77b4",
+    "compute": "#ff7f0e",
+    "queue": "#d9d9d9",
+    "uplink": "#2ca02c",
+    "uplink_failed": "#d62728",
+    "uplink_aborted": "#8c564b",
+    "backhaul_up": "#9467bd",
+    "waiting": "#f2f2f2",
+}
+LABELS = {
+    "downlink": "download",
+    "compute": "compute",
+    "uplink": "upload",
+    "uplink_failed": "failed attempt (packet error)",
+    "uplink_aborted": "upload cut off",
+    "queue": "queued for the medium",
+    "backhaul_down": "backhaul",
+    "waiting": "waiting for the round",
+}
+
+
+def event_dicts(round_index: int, records) -> list[dict]:
+    """One dict per transfer or computation of the round's clients, in time order."""
+    events = []
+    for rec in records:
+        for kind, start_s, end_s, energy_j, bits, attempt, ok in rec.spans:
+            events.append(
+                {
+                    "round": round_index,
+                    "client": rec.client,
+                    "cell": rec.cell,
+                    "kind": kind,
+                    "start_s": start_s,
+                    "end_s": end_s,
+                    "energy_j": energy_j,
+                    "bits": bits,
+                    "attempt": attempt,
+                    "ok": bool(ok),
+                    "outcome": rec.outcome,
+                }
+            )
+    events.sort(key=lambda e: (e["start_s"], e["client"]))
+    return events
+
+
+def append_events(path: Path, round_index: int, records) -> None:
+    """Append the round's events to events.jsonl (one JSON object a line), flushed."""
+    with Path(path).open("a") as f:
+        for event in event_dicts(round_index, records):
+            f.write(json.dumps(event) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def truncate_events(path: Path, rounds_done: int) -> None:
+    """Keep the events of rounds < rounds_done (resuming after an interruption)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    keep = [
+        line for line in path.read_text().splitlines() if json.loads(line)["round"] < rounds_done
+    ]
+    path.write_text("".join(line + "\n" for line in keep))
+
+
+def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = None) -> Path:
+    """Gantt chart of one round: per client, download, compute, upload and waiting."""
+    start, end = row["sim_time_start_s"], row["sim_time_end_s"]
+    records = sorted(records, key=lambda rec: rec.client)
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(records) + 1.6))
+    for y, rec in enumerate(records):
+        last = start
+        for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
+            key = "uplink_failed" if kind == "uplink" and not ok else kind
+            ax.barh(y, t1 - t0, left=t0 - start, color=COLOURS[key], height=0.7)
+            last = max(last, t1)
+        if end > last:
+            ax.barh(y, end - last, left=last - start, color=COLOURS["waiting"], height=0.7)
+        if rec.outcome != "arrived":
+            ax.plot(rec.end_s - start, y, "kx")
+            ax.text(rec.end_s - start, y, f" {rec.outcome}", va="center", fontsize=7)
+    if deadline_s:
+        ax.axvline(deadline_s, color="k", ls="--", lw=1)
+    ax.set_yticks(
+        range(len(records)), [f"client {rec.client} (cell {rec.cell})" for rec in records]
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel(f"simulated time since the round's start (s); round {int(row['round'])}")
+    ax.set_title(
+        f"round {int(row['round'])}: {int(row['arrived'])} of {int(row['selected'])} arrived, "
+        f"{end - start:.3g} s"
+    )
+    ax.legend(
+        handles=[Patch(color=COLOURS[k], label=v) for k, v in LABELS.items()],
+        fontsize=7,
+        loc="lower right",
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
