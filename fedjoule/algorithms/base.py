@@ -124,11 +124,15 @@ class Algorithm:
     ) -> torch.Tensor:
         """The direction of local step k: by default gradient + weight decay + correction,
         clipped per client (ALGORITHMS.md §0.1). `active` (m, 1) masks finished clients."""
-        return clip_rows(
-            add_decay(grad_at(params), params, setup.weight_decay)
-            + _or_zero(self.correction(params, ctx)),
-            setup.clip_grad_norm,
-        )
+        grads = grad_at(params)  # a fresh tensor: updated in place, no (m, P) temporaries
+        if setup.weight_decay:
+            grads.add_(params, alpha=setup.weight_decay)
+        correction = self.correction(params, ctx)
+        if correction is not None:
+            grads.add_(correction)
+        if setup.clip_grad_norm is not None:
+            grads.mul_(clip_factor(grads, setup.clip_grad_norm))
+        return grads
 
     def after_step(self, k: int, params: torch.Tensor, ctx: Context, active: torch.Tensor) -> None:
         """Hook after local step k (e.g. keep a snapshot); `params` are the new parameters."""
@@ -156,21 +160,20 @@ class Algorithm:
         return state
 
 
-def _or_zero(x):
-    return 0.0 if x is None else x
-
-
 def add_decay(grads: torch.Tensor, params: torch.Tensor, weight_decay: float) -> torch.Tensor:
     """Gradient of the L2 term wd/2 |theta|^2 added to the data gradient."""
     return grads + weight_decay * params if weight_decay else grads
 
 
-def clip_rows(grads: torch.Tensor, max_norm: float | None) -> torch.Tensor:
-    """Scale each client's row to at most `max_norm` (torch.nn.utils.clip_grad_norm_ rule)."""
-    if max_norm is None:
-        return grads
+def clip_factor(grads: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """(m, 1) factors scaling each row to at most `max_norm` (clip_grad_norm_'s rule)."""
     norms = torch.linalg.vector_norm(grads, dim=1, keepdim=True)
-    return grads * torch.clamp(max_norm / (norms + 1e-6), max=1.0)
+    return torch.clamp(max_norm / (norms + 1e-6), max=1.0)
+
+
+def clip_rows(grads: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+    """Each client's row scaled to at most `max_norm` (a new tensor)."""
+    return grads if max_norm is None else grads * clip_factor(grads, max_norm)
 
 
 def weighted_mean(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

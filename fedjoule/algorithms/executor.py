@@ -76,7 +76,7 @@ class VectorisedExecutor:
             direction = algorithm.direction(
                 k, params, lambda p, xb=xb, yb=yb: self.batched_grad(p, xb, yb), ctx, setup, active
             )
-            params.sub_(direction * (setup.lr * active))
+            params.addcmul_(direction, active, value=-setup.lr)
             algorithm.after_step(k, params, ctx, active)
         return params
 
