@@ -23,12 +23,22 @@ from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.run import run_scenario
 
 MNIST = [
-    "dataset.name=mnist", "dataset.partition=dirichlet", "dataset.dirichlet_alpha=0.3",
-    "model.name=mlp", "model.zero_init=false", "population.size=100",
+    "dataset.name=mnist",
+    "dataset.partition=dirichlet",
+    "dataset.dirichlet_alpha=0.3",
+    "model.name=mlp",
+    "model.zero_init=false",
+    "population.size=100",
     "training.participation=bernoulli",
-    "training.participation_prob=0.15", "training.local_epochs=5", "training.batch_size=50",
-    "training.lr=0.1", "training.lr_decay=0.998", "training.weight_decay=0.001",
-    "training.clip_grad_norm=10", "training.target_value=0.97", "training.stop_at_target=true",
+    "training.participation_prob=0.15",
+    "training.local_epochs=5",
+    "training.batch_size=50",
+    "training.lr=0.1",
+    "training.lr_decay=0.998",
+    "training.weight_decay=0.001",
+    "training.clip_grad_norm=10",
+    "training.target_value=0.97",
+    "training.stop_at_target=true",
     "round.deadline_s=null",
 ]
 MNIST_ALGORITHMS = {  # options from the FedDyn/FedDC benchmark code (ALGORITHMS.md §0.2)
@@ -42,12 +52,21 @@ MNIST_ALGORITHMS = {  # options from the FedDyn/FedDC benchmark code (ALGORITHMS
 }
 
 FASHION = [
-    "dataset.name=fashion-mnist", "dataset.partition=dirichlet", "dataset.dirichlet_alpha=0.1",
-    "dataset.sizes=zipf", "dataset.zipf_s=1.0", "dataset.min_client_samples=50",
-    "model.name=mlp", "model.zero_init=false", "population.size=100",
+    "dataset.name=fashion-mnist",
+    "dataset.partition=dirichlet",
+    "dataset.dirichlet_alpha=0.1",
+    "dataset.sizes=zipf",
+    "dataset.zipf_s=1.0",
+    "dataset.min_client_samples=50",
+    "model.name=mlp",
+    "model.zero_init=false",
+    "population.size=100",
     "training.clients_per_round=10",
-    "training.local_steps=20", "training.batch_size=50", "training.lr=0.05",
-    "training.target_metric=worst_client_accuracy", "round.deadline_s=null",
+    "training.local_steps=20",
+    "training.batch_size=50",
+    "training.lr=0.05",
+    "training.target_metric=worst_client_accuracy",
+    "round.deadline_s=null",
 ]
 FASHION_ALGORITHMS = {
     "fedavg": [],
@@ -67,10 +86,24 @@ def run_part(base, algorithms, rounds, out_dir: Path, label: str) -> list[dict]:
         tic = time.perf_counter()
         _, summary = run_scenario(scenario, folder, device="auto")
         summary = {"algorithm": name, "wall_s": round(time.perf_counter() - tic, 1), **summary}
-        print(json.dumps({k: summary[k] for k in (
-            "algorithm", "rounds_completed", "rounds_to_target", "final_accuracy",
-            "worst_client_accuracy", "client_accuracy_p10", "energy_total_j", "wall_s",
-        )}), flush=True)
+        print(
+            json.dumps(
+                {
+                    k: summary[k]
+                    for k in (
+                        "algorithm",
+                        "rounds_completed",
+                        "rounds_to_target",
+                        "final_accuracy",
+                        "worst_client_accuracy",
+                        "client_accuracy_p10",
+                        "energy_total_j",
+                        "wall_s",
+                    )
+                }
+            ),
+            flush=True,
+        )
         results.append(summary)
     return results
 

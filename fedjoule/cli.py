@@ -42,7 +42,11 @@ def run(
         typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
     ] = None,
     executor: Annotated[
-        str, typer.Option(help="vectorised (all clients at once) or sequential (reference).")
+        str,
+        typer.Option(
+            help="vectorised (all clients at once; hand-batched for dense models), vmap "
+            "(plain torch.func vmap, for comparison) or sequential (the reference)."
+        ),
     ] = "vectorised",
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
@@ -55,6 +59,14 @@ def run(
             "the machine: competing threads can slow small models tenfold.",
         ),
     ] = None,
+    state_memory_mb: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Client state (SCAFFOLD c_i, FedDyn g_i, ...) kept in memory; beyond it rows "
+            "spill to client_state.bin in the run folder.",
+        ),
+    ] = 2048,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
@@ -66,8 +78,8 @@ def run(
     if threads:
         torch.set_num_threads(threads)
 
-    if executor not in ("vectorised", "sequential"):
-        raise FedjouleError(f"--executor {executor!r}: expected vectorised or sequential")
+    if executor not in ("vectorised", "vmap", "sequential"):
+        raise FedjouleError(f"--executor {executor!r}: expected vectorised, vmap or sequential")
     loaded = None if resume else load_scenario(scenario, set_ or [])
     if resume and set_:
         raise FedjouleError("--resume continues a run as it was; --set cannot change it")

@@ -65,11 +65,18 @@ def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
 class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, state_memory_bytes: float | None = None, spill_path=None):
+        """`state_memory_bytes`: client-state rows kept in memory before spilling to
+        `spill_path` (None: never spill)."""
         self.world = world
         n = world.population.size
         self.state = world.algorithm.init_state(world.w0)
-        self.store = ClientStore(world.algorithm.client_state, world.model.n_params)
+        self.store = ClientStore(
+            world.algorithm.client_state,
+            world.model.n_params,
+            budget_bytes=state_memory_bytes,
+            spill_path=spill_path,
+        )
         self.last_update = torch.zeros_like(world.w0)  # the last global update (freeloaders)
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()

@@ -35,13 +35,15 @@ def run_scenario(
     executor: str = "vectorised",
     resume: bool = False,
     stop_after: int | None = None,
+    state_memory_mb: float | None = 2048,
     on_start: Callable[[World, int], None] | None = None,
     on_round: Callable[[dict], None] | None = None,
 ) -> tuple[Path, dict]:
     """Run (or resume) a scenario into `out_dir`; returns the folder and summary.json's content.
 
     `stop_after` ends the run after that many rounds in total, as an interruption would
-    (the checkpoint allows `resume=True` to finish it).
+    (the checkpoint allows `resume=True` to finish it). Client-state rows beyond
+    `state_memory_mb` spill to `client_state.bin` in the run folder (None: never).
     """
     if resume:
         if out_dir is None:
@@ -62,7 +64,8 @@ def run_scenario(
         (out / "scenario.yaml").write_text(header + scenario_yaml(scenario))
 
     world = build_world(scenario, data_dir=data_dir, device=device, executor=executor)
-    sim = Simulation(world)
+    budget = None if state_memory_mb is None else state_memory_mb * 2**20
+    sim = Simulation(world, budget, out / "client_state.bin")
     rounds_file = RoundsFile(out / "rounds.csv")
     if resume:
         sim.load_state_dict(torch.load(out / CHECKPOINT, weights_only=False))
@@ -95,6 +98,7 @@ def run_scenario(
     )
     sim.run(last, record)
 
+    sim.store.close()
     write_clients(out / "clients.csv", client_rows(sim))
     summary = sim.summary()
     write_json(out / "summary.json", summary)

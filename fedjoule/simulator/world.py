@@ -7,7 +7,8 @@ import torch
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
-from fedjoule.algorithms.executor import EXECUTORS
+from fedjoule.algorithms.dense import DenseGradient
+from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
 from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
@@ -101,6 +102,15 @@ def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
     return mask
 
 
+def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torch.device):
+    """`vectorised` (with the dense fast path when the model allows), `vmap` (plain
+    vmap(grad), for comparison) or `sequential` (the reference)."""
+    if kind == "sequential":
+        return SequentialExecutor(model.loss, data.x_train, data.y_train, device)
+    fast = DenseGradient.build(model) if kind == "vectorised" else None
+    return VectorisedExecutor(model.loss, data.x_train, data.y_train, device, fast)
+
+
 def build_world(
     scenario: Scenario, data_dir=None, device: str = "auto", executor: str = "vectorised"
 ) -> World:
@@ -131,7 +141,7 @@ def build_world(
         topology=topology,
         availability=build_availability(scenario.availability, n, seed),
         algorithm=algorithm,
-        executor=EXECUTORS[executor](model.loss, data.x_train, data.y_train, torch_device),
+        executor=make_executor(executor, model, data, torch_device),
         evaluator=Evaluator(model, data.x_test, data.y_test, data.client_test, torch_device),
         client_steps=client_steps,
         freeloader=pick_freeloaders(scenario.population.freeloaders.fraction, n, seed),

@@ -49,10 +49,11 @@ def test_vectorised_equals_sequential(name):
     for key, value in vec.state.items():
         if torch.is_tensor(value) and value.is_floating_point():
             assert torch.allclose(value, seq.state[key], atol=1e-5, equal_nan=True), key
-    for name_, rows in vec.store.rows.items():
-        assert rows.keys() == seq.store.rows[name_].keys()
-        for k in rows:
-            assert torch.allclose(rows[k], seq.store.rows[name_][k], atol=1e-5)
+    for name_ in vec.store.names:
+        assert vec.store.cache[name_].keys() == seq.store.cache[name_].keys()
+        ids = torch.tensor(sorted(vec.store.cache[name_]), dtype=torch.long)
+        rows_v, rows_s = vec.store.get(name_, ids, "cpu"), seq.store.get(name_, ids, "cpu")
+        assert torch.allclose(rows_v, rows_s, atol=1e-5)
     np.testing.assert_array_equal(vec.ledger["selected"], seq.ledger["selected"])
 
 
