@@ -177,9 +177,20 @@ def sweep(
         ),
     ] = None,
     threads_per_run: Annotated[
-        int, typer.Option(min=1, help="CPU threads (and Ray CPUs) per run.")
+        int,
+        typer.Option(
+            min=1,
+            help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
+            "backends and restarts for the same value.",
+        ),
     ] = 1,
-    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
+    device: Annotated[
+        str,
+        typer.Option(
+            help="auto (CUDA if present), cpu or cuda; with ray, each run asks for one GPU "
+            "when cuda (auto: when the cluster has GPUs)."
+        ),
+    ] = "auto",
     data_dir: Annotated[
         Path | None,
         typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedjoule.cli import app
+from fedjoule.errors import FedjouleError
 from fedjoule.planning.grid import parse_grid, plan_points
 from fedjoule.planning.sweep import SweepOptions, run_folder, run_sweep
 from fedjoule.report.compare import compare_runs
@@ -129,6 +130,9 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
     )
     # a third start finds everything done
     assert set(run_sweep("default", GRID, out, SETS, options).status.values()) == {"skipped"}
+    # the folder holds other runs than a changed sweep's: an error before anything runs
+    with pytest.raises(FedjouleError, match=r"another scenario \(differs in training.rounds\)"):
+        run_sweep("default", GRID, out, ["training.rounds=4"], options)
 
 
 def test_report_compares_two_real_runs(local_sweep, tmp_path):
