@@ -136,6 +136,161 @@ def print_summary(summary: dict) -> None:
     console.print(table)
 
 
+ParetoAccuracy = Annotated[
+    str,
+    typer.Option(
+        help="Accuracy of the Pareto fronts: final_accuracy, best_accuracy, "
+        "worst_client_accuracy or client_accuracy_p10."
+    ),
+]
+ParetoToTarget = Annotated[
+    bool,
+    typer.Option(
+        "--pareto-to-target",
+        help="Fronts over energy and time to the target (runs that never reach it are left "
+        "out) instead of the totals.",
+    ),
+]
+
+
+@app.command()
+def sweep(
+    scenario: Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")],
+    grid: Annotated[
+        list[str],
+        typer.Option(
+            "--grid",
+            "-g",
+            help="A scenario key and its values: dotted.key=v1,v2,... (repeatable; the sweep "
+            "runs the cartesian product).",
+        ),
+    ],
+    set_: SetOption = None,
+    backend: Annotated[
+        str, typer.Option(help="local (a process pool on this machine) or ray.")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Runs at once (default: local, cores // threads-per-run; ray, as many as the "
+            "cluster's resources allow).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sweep folder (default sweeps/<name>-<time>); give it again to "
+            "restart an interrupted sweep."
+        ),
+    ] = None,
+    threads_per_run: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
+            "backends and restarts for the same value.",
+        ),
+    ] = 1,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="auto (CUDA if present), cpu or cuda; with ray, each run asks for one GPU "
+            "when cuda (auto: when the cluster has GPUs)."
+        ),
+    ] = "auto",
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
+    ] = None,
+    pareto_accuracy: ParetoAccuracy = "final_accuracy",
+    pareto_to_target: ParetoToTarget = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
+    and Pareto plots. Finished runs are skipped and partial ones resumed on a restart."""
+    import time
+
+    from fedjoule.planning.pareto import Objective
+    from fedjoule.planning.sweep import SweepOptions, run_sweep
+    from fedjoule.report.compare import summary_table
+
+    options = SweepOptions(
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=str(data_dir) if data_dir else None,
+        objective=Objective(pareto_accuracy, pareto_to_target),
+    )
+    name = Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
+    out = out or Path("sweeps") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    )
+    task = None
+
+    def on_plan(points, states) -> None:
+        nonlocal task
+        done = sum(s == "done" for s in states.values())
+        partial = sum(s == "partial" for s in states.values())
+        console.print(
+            f"[bold]sweep[/] {len(points)} runs on {backend}: {done} finished (skipped), "
+            f"{partial} to resume, {len(points) - done - partial} to start; folder {out}"
+        )
+        task = progress.add_task("runs", total=len(points), completed=done, status="")
+
+    def on_run(run_name: str, status: str) -> None:
+        progress.update(task, advance=1, status=f"{run_name} {status}")
+
+    try:
+        with progress:
+            result = run_sweep(
+                scenario, grid, out, set_ or [], options, on_plan=on_plan, on_run=on_run
+            )
+    except KeyboardInterrupt:
+        errors.print(f"interrupted; run the same command with --out {out} to finish the sweep")
+        raise typer.Exit(130) from None
+    console.print(summary_table(result.rows, title="sweep"))
+    console.print(f"results in [bold]{result.out}[/] (sweep.csv, sweep.json, pareto_*.png)")
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folders (from run or sweep), or sweep folders for all their runs."
+        ),
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default reports/<time>).")
+    ] = None,
+    pareto_accuracy: ParetoAccuracy = "final_accuracy",
+    pareto_to_target: ParetoToTarget = False,
+) -> None:
+    """Compare runs: accuracy against round, simulated time and energy (one line per run),
+    a table of their summaries (report.csv) and the Pareto fronts."""
+    from fedjoule.planning.pareto import Objective
+    from fedjoule.report.compare import compare_runs, default_report_dir, summary_table
+
+    objective = Objective(pareto_accuracy, pareto_to_target)
+    result = compare_runs(run_dirs, out or default_report_dir(), objective)
+    console.print(summary_table(result.rows, title="runs"))
+    console.print(f"report in [bold]{result.out}[/]: " + ", ".join(f.name for f in result.files))
+
+
 @app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""

@@ -1,0 +1,1 @@
+"""Planning on top of simulations: parameter sweeps, Pareto fronts."""

@@ -1,0 +1,153 @@
+"""Where a sweep's runs execute: a local process pool, or Ray tasks on a local or remote cluster.
+
+Both call `execute` on the same `Job`s with the same torch thread count, so the same seeds
+give the same numbers on either backend (floating-point sums depend on the thread count).
+"""
+
+import os
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+from fedjoule.errors import FedjouleError
+
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run for a worker: its folder, the resolved scenario (as data) or resume."""
+
+    name: str
+    folder: str
+    scenario: dict | None  # None: resume the run in `folder`
+    threads: int
+    device: str = "cpu"
+    data_dir: str | None = None
+
+
+# called with (job, summary, None) when a run ends, or (job, None, error) when it failed
+OnDone = Callable[[Job, dict | None, BaseException | None], None]
+
+
+def init_worker(threads: int) -> None:
+    """A pool worker's start: OpenMP/MKL and torch limited to `threads` threads."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def execute(job: Job) -> dict:
+    """Run (or resume) one run of a sweep in this process; returns its summary.json content."""
+    import torch
+
+    from fedjoule.scenarios.schema import Scenario
+    from fedjoule.simulator.run import run_scenario
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(job.threads)
+    try:
+        if job.scenario is None:
+            _, summary = run_scenario(
+                None, job.folder, data_dir=job.data_dir, device=job.device, resume=True
+            )
+        else:
+            scenario = Scenario.model_validate(job.scenario)
+            _, summary = run_scenario(
+                scenario, job.folder, data_dir=job.data_dir, device=job.device
+            )
+    finally:
+        torch.set_num_threads(before)
+    return summary
+
+
+def default_workers(threads: int) -> int:
+    """As many runs at once as the machine has cores for, `threads` cores each."""
+    return max(1, (os.cpu_count() or 1) // threads)
+
+
+def run_local(jobs: list[Job], workers: int | None, on_done: OnDone) -> None:
+    """A pool of `workers` processes (default: cores // threads per run); one worker runs the
+    jobs in this process, without start-up cost."""
+    if not jobs:
+        return
+    workers = min(workers or default_workers(jobs[0].threads), len(jobs))
+    if workers == 1:
+        for job in jobs:
+            try:
+                summary = execute(job)
+            except Exception as exc:  # one failed run does not stop the sweep
+                on_done(job, None, exc)
+            else:
+                on_done(job, summary, None)
+        return
+    # spawn, not fork: a forked copy of a process that already ran torch can deadlock
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=get_context("spawn"),
+        initializer=init_worker,
+        initargs=(jobs[0].threads,),
+    ) as pool:
+        futures: dict[Future, Job] = {pool.submit(execute, job): job for job in jobs}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                error = future.exception()
+                on_done(futures[future], None if error else future.result(), error)
+
+
+def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: OnDone) -> dict:
+    """Ray tasks, `threads` CPUs each (and one GPU when the run's device is CUDA); a local
+    Ray is started when no address is given. Ray is shut down at the end. Returns facts
+    about the cluster (for sweep.json)."""
+    try:
+        import ray
+    except ImportError:
+        raise FedjouleError(
+            "--backend ray needs Ray: pip install 'fedjoule[ray]' (or use --backend local)"
+        ) from None
+    if not jobs:
+        return {}
+    import time
+
+    tic = time.perf_counter()
+    if address:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    else:
+        ray.init(
+            num_cpus=os.cpu_count() or 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    info = {"ray_start_s": time.perf_counter() - tic}
+    try:
+        resources = ray.cluster_resources()
+        info["cluster_cpus"] = resources.get("CPU", 0)
+        info["cluster_gpus"] = resources.get("GPU", 0)
+        device = jobs[0].device
+        gpus = 1 if device == "cuda" or (device == "auto" and info["cluster_gpus"] >= 1) else 0
+        task = ray.remote(execute)
+        queue, pending = list(jobs), {}
+        limit = workers or len(jobs)
+        while queue or pending:
+            while queue and len(pending) < limit:
+                job = queue.pop(0)
+                ref = task.options(num_cpus=job.threads, num_gpus=gpus, name=job.name).remote(job)
+                pending[ref] = job
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                job = pending.pop(ref)
+                try:
+                    summary = ray.get(ref)
+                except Exception as exc:
+                    on_done(job, None, getattr(exc, "cause", None) or exc)
+                else:
+                    on_done(job, summary, None)
+    finally:
+        ray.shutdown()
+    return info

@@ -1,0 +1,216 @@
+"""A sweep: one scenario over the cartesian product of grids, one run folder per point,
+a combined table (sweep.csv), Pareto fronts and a description (sweep.json); restartable.
+
+A restarted sweep skips its finished runs (summary.json written and the checkpoint at the
+last round), resumes the partial ones from their checkpoint and starts the rest.
+"""
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from fedjoule import __version__
+from fedjoule.errors import FedjouleError
+from fedjoule.planning import backends, pareto
+from fedjoule.planning.backends import Job
+from fedjoule.planning.grid import Point, parse_grid, plan_points
+from fedjoule.report.results import write_json
+from fedjoule.report.table import write_table
+
+SWEEP_JSON = "sweep.json"
+SWEEP_CSV = "sweep.csv"
+RUNS = "runs"  # the run folders live in <out>/runs/<name>
+CHECKPOINT = "checkpoint.pt"
+NEW, PARTIAL, DONE = "new", "partial", "done"
+
+
+@dataclass
+class SweepOptions:
+    """How to run a sweep (everything but the scenario and its grid)."""
+
+    backend: str = "local"
+    address: str | None = None
+    workers: int | None = None
+    threads_per_run: int = 1
+    device: str = "cpu"
+    data_dir: str | None = None
+    objective: pareto.Objective = field(default_factory=pareto.Objective)
+
+    def __post_init__(self) -> None:
+        if self.backend not in backends.BACKENDS:
+            raise FedjouleError(
+                f"--backend {self.backend!r}: expected {' or '.join(backends.BACKENDS)}"
+            )
+        if self.address and self.backend != "ray":
+            raise FedjouleError("--address is the Ray cluster's address; it needs --backend ray")
+        if self.threads_per_run < 1 or (self.workers is not None and self.workers < 1):
+            raise FedjouleError("--workers and --threads-per-run must be at least 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise FedjouleError(f"--device {self.device!r}: expected auto, cpu or cuda")
+
+
+@dataclass
+class SweepResult:
+    out: Path
+    rows: list[dict]  # sweep.csv's rows
+    status: dict[str, str]  # run name -> skipped / resumed / ran / failed
+    wall_time_s: float
+
+
+def run_folder(out: Path, point: Point) -> Path:
+    return Path(out) / RUNS / point.name
+
+
+def run_state(folder: Path, point: Point) -> str:
+    """new, partial (a checkpoint to resume from) or done; a folder that holds another
+    scenario is an error."""
+    if not (folder / "scenario.yaml").exists():
+        return NEW
+    saved = yaml.safe_load((folder / "scenario.yaml").read_text())
+    wanted = point.scenario.model_dump(mode="json")
+    if saved != wanted:
+        differ = ", ".join(_differences(saved, wanted)[:5])
+        raise FedjouleError(
+            f"{folder} holds a run of another scenario (differs in {differ}); "
+            "choose another --out, or delete that folder"
+        )
+    if not (folder / CHECKPOINT).exists():
+        return NEW
+    if (folder / "summary.json").exists() and checkpoint_finished(folder, point):
+        return DONE
+    return PARTIAL
+
+
+def checkpoint_finished(folder: Path, point: Point) -> bool:
+    """The checkpoint is at the run's last round (or at the target, with stop_at_target)."""
+    import torch
+
+    saved = torch.load(folder / CHECKPOINT, map_location="cpu", weights_only=False, mmap=True)
+    progress, training = saved["progress"], point.scenario.training
+    reached = training.stop_at_target and progress["rounds_to_target"] is not None
+    return reached or progress["next_round"] >= training.rounds
+
+
+def _differences(a, b, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = list(dict.fromkeys([*a, *b]))
+        return [d for k in keys for d in _differences(a.get(k), b.get(k), f"{prefix}{k}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def _clear_unstarted(folder: Path) -> None:
+    """A run stopped before its first checkpoint starts again: drop its partial files."""
+    for name in ("rounds.csv", "events.jsonl", "summary.json"):
+        (folder / name).unlink(missing_ok=True)
+
+
+def run_sweep(
+    scenario: str | Path,
+    grid: list[str],
+    out: Path,
+    sets: list[str] | None = None,
+    options: SweepOptions | None = None,
+    on_plan: Callable[[list[Point], dict[str, str]], None] | None = None,
+    on_run: Callable[[str, str], None] | None = None,
+) -> SweepResult:
+    """Run every point of the grid into out/runs/<name>; write sweep.csv, sweep.json and the
+    Pareto plots. `on_plan(points, states)` is called before the first run, `on_run(name,
+    status)` after each. Every grid value is validated before anything runs."""
+    options = options or SweepOptions()
+    sets = list(sets or [])
+    axes = parse_grid(grid, sets)
+    points = plan_points(scenario, sets, axes)
+    out = Path(out)
+    states = {p.name: run_state(run_folder(out, p), p) for p in points}
+    if on_plan:
+        on_plan(points, states)
+    tic = time.perf_counter()
+    description = {
+        "fedjoule_version": __version__,
+        "scenario": str(scenario),
+        "set": sets,
+        "grid": {a.key: list(a.values) for a in axes},
+        "backend": options.backend,
+        "address": options.address,
+        "workers": options.workers,
+        "threads_per_run": options.threads_per_run,
+        "device": options.device,
+        "pareto_accuracy": options.objective.accuracy,
+        "pareto_to_target": options.objective.to_target,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "finished": None,
+        "runs": [
+            {"name": p.name, "folder": f"{RUNS}/{p.name}", "values": p.values} for p in points
+        ],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / SWEEP_JSON, description)
+
+    status = {name: "skipped" for name, state in states.items() if state == DONE}
+    jobs = []
+    for p in points:
+        folder, state = run_folder(out, p), states[p.name]
+        if state == DONE:
+            continue
+        if state == NEW:
+            _clear_unstarted(folder)
+        scenario_data = None if state == PARTIAL else p.scenario.model_dump(mode="json")
+        jobs.append(
+            Job(
+                p.name,
+                str(folder),
+                scenario_data,
+                options.threads_per_run,
+                options.device,
+                options.data_dir,
+            )
+        )
+    errors: dict[str, str] = {}
+
+    def done(job: Job, summary: dict | None, error: BaseException | None) -> None:
+        if error is not None:
+            status[job.name] = "failed"
+            errors[job.name] = str(error).strip().splitlines()[-1] if str(error) else repr(error)
+        else:
+            status[job.name] = "resumed" if job.scenario is None else "ran"
+        if on_run:
+            on_run(job.name, status[job.name])
+
+    if options.backend == "ray":
+        cluster = backends.run_ray(jobs, options.address, options.workers, done)
+    else:
+        backends.run_local(jobs, options.workers, done)
+        cluster = {}
+
+    rows = combined_rows(out, points, options.objective)
+    write_table(out / SWEEP_CSV, rows)
+    labels = [r["run"] for r in rows]
+    pareto.write_front_plots(rows, labels, out, options.objective)
+    wall = time.perf_counter() - tic
+    description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
+    for entry in description["runs"]:
+        entry["status"] = status.get(entry["name"], "failed")
+        if entry["name"] in errors:
+            entry["error"] = errors[entry["name"]]
+    write_json(out / SWEEP_JSON, description)
+    if errors:
+        listed = "; ".join(f"{name}: {message}" for name, message in errors.items())
+        raise FedjouleError(
+            f"{len(errors)} of {len(points)} runs failed ({listed}); the others are in {out}. "
+            "Run the same sweep again to retry them."
+        )
+    return SweepResult(out, rows, status, wall)
+
+
+def combined_rows(out: Path, points: list[Point], objective: pareto.Objective) -> list[dict]:
+    """One row per finished run: its name, grid values and summary, Pareto marks."""
+    rows = []
+    for p in points:
+        path = run_folder(out, p) / "summary.json"
+        if path.exists():
+            rows.append({"run": p.name, **p.values, **json.loads(path.read_text())})
+    return pareto.mark_fronts(rows, objective)

@@ -1,0 +1,31 @@
+"""Tables of run summaries as CSV (a sweep's sweep.csv, a report's report.csv)."""
+
+import csv
+import math
+import os
+from pathlib import Path
+
+
+def cell(value) -> str:
+    """A CSV cell: floats in full precision (repr), None and NaN empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def write_table(path: Path, rows: list[dict]) -> None:
+    """Rows as CSV; the columns are the union of the rows' keys in order of appearance."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    tmp = Path(path).with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([cell(row.get(c)) for c in columns])
+    os.replace(tmp, path)
+
+
+def read_table(path: Path) -> list[dict[str, str]]:
+    """A table written by write_table, as text cells."""
+    with Path(path).open(newline="") as f:
+        return list(csv.DictReader(f))
