@@ -56,8 +56,25 @@ def run(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    no_train: Annotated[
+        bool,
+        typer.Option(
+            "--no-train",
+            help="System only: availability, selection, channel, time and energy without "
+            "data or training (numpy engine, millions of devices; docs/system-engine.md).",
+        ),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="With --no-train: auto (numpy, or SimPy where numpy cannot), numpy, or simpy "
+            "(the SimPy engine with training skipped)."
+        ),
+    ] = "auto",
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    if no_train:
+        return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
     import torch
 
     from fedjoule.scenarios.loading import load_scenario
@@ -113,6 +130,51 @@ def run(
         )
     print_summary(summary)
     console.print(f"results in [bold]{out_dir}[/]")
+
+
+def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
+    """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.system_run import run_system
+
+    if resume:
+        raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
+    loaded = load_scenario(scenario, set_)
+    progress = _progress(quiet)
+    task = None
+
+    def on_start(world, chosen: str, notices: list[str]) -> None:
+        nonlocal task
+        for notice in notices:
+            errors.print(f"[yellow]notice:[/] {escape(notice)}", highlight=False)
+        console.print(
+            f"[bold]{loaded.name}[/]: {loaded.population.size:,} clients, no training, "
+            f"{chosen} engine, model {loaded.model.name} ({world.n_params:,} parameters)"
+        )
+        task = progress.add_task(loaded.name, total=loaded.training.rounds, status="")
+
+    def on_round(row: dict) -> None:
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        progress.update(task, advance=1, status=status)
+
+    with progress:
+        out_dir, summary = run_system(
+            loaded, out, engine=engine, on_start=on_start, on_round=on_round
+        )
+    print_summary(summary)
+    console.print(f"results in [bold]{out_dir}[/]")
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    )
 
 
 def print_summary(summary: dict) -> None:
