@@ -187,6 +187,79 @@ def print_summary(summary: dict) -> None:
 
 
 @app.command()
+def capacity(
+    scenario: Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")],
+    set_: SetOption = None,
+    search: Annotated[
+        str,
+        typer.Option(
+            help="clients_per_round: the largest m meeting the limits; uplink_bandwidth_hz: "
+            "the smallest B (to 0.1 %); none: only the scenario's own figures."
+        ),
+    ] = "clients_per_round",
+    deadline_s: Annotated[
+        float | None,
+        typer.Option(min=0, help="Round time limit (s); default the scenario's round.deadline_s."),
+    ] = None,
+    energy_budget_j: Annotated[
+        float | None, typer.Option(min=0, help="Per-device energy limit per round (J).")
+    ] = None,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="System-only rounds simulated per candidate.")
+    ] = 10,
+    quantile: Annotated[
+        float,
+        typer.Option(
+            help="Judge the round time and device energy at this quantile over rounds and "
+            "participations (1: the worst)."
+        ),
+    ] = 1.0,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default runs/<name>-capacity-<time>).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Capacity planning without training: rounds per hour, airtime per cell, energy per round
+    and per device class, battery drain per day, and the largest clients_per_round (or the
+    smallest uplink bandwidth) meeting a round deadline and a per-device energy budget.
+    Writes capacity.csv (every candidate) and capacity.json."""
+    import time
+
+    from fedjoule.planning.capacity import plan_capacity
+    from fedjoule.planning.capacity_report import print_capacity, write_capacity
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.system_world import build_system_world
+
+    loaded = load_scenario(scenario, set_ or [])
+    folder = out or Path("runs") / f"{loaded.name}-capacity-{time.strftime('%Y%m%d-%H%M%S')}"
+    world = build_system_world(loaded)
+    progress = _progress(quiet)
+    with progress:
+        task = progress.add_task("candidates", total=None, status="")
+
+        def on_step(figures: dict) -> None:
+            status = (
+                f"m={figures['clients_per_round']}, B={figures['uplink_bandwidth_hz']:.4g} Hz: "
+                f"round {figures['round_time_s']:.4g} s, device {figures['device_energy_j']:.4g} J"
+            )
+            progress.update(task, advance=1, status=status)
+
+        plan = plan_capacity(
+            loaded,
+            world,
+            search=search,
+            deadline_s=deadline_s,
+            energy_budget_j=energy_budget_j,
+            rounds=rounds,
+            quantile=quantile,
+            on_step=on_step,
+        )
+    print_capacity(console, loaded, plan)
+    write_capacity(folder, plan)
+    console.print(f"results in [bold]{folder}[/]")
+
+
+@app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""
     from fedjoule.scenarios.loading import builtin_names, load_scenario

@@ -201,3 +201,30 @@ def test_vector_markov_has_the_stationary_law():
     online = np.flatnonzero(chain.state)
     residual = chain.next_offline_s(online, 1000.0, 3) - 1000.0
     assert residual.min() > 0 and residual.mean() == pytest.approx(on_s, rel=0.02)
+
+
+def test_no_train_run_folder_holds_the_engine_rounds(tmp_path):
+    from fedjoule.report.results import read_rounds
+    from fedjoule.simulator.system_run import run_system
+
+    s = load_scenario("default", ["training.rounds=5"])
+    out, summary = run_system(s, tmp_path / "run")
+    rows = []
+    SystemEngine(build_system_world(s)).run(5, rows.append)
+    written = read_rounds(out / "rounds.csv")
+    assert_rows_equal(rows, written, [c for c in COLUMNS if "per_cell" not in c])
+    assert summary["energy_total_j"] == pytest.approx(sum(r["energy_total_j"] for r in rows))
+    assert summary["engine"] == "numpy" and (out / "clients.csv").exists()
+
+
+def test_events_fall_back_to_simpy_or_refuse():
+    from fedjoule.errors import FedjouleError
+    from fedjoule.simulator.system_run import choose_engine
+
+    s = load_scenario("urban-macro")
+    engine, notices = choose_engine(s, "auto")
+    assert engine == "simpy" and any("falling back" in n for n in notices)
+    with pytest.raises(FedjouleError, match="output.events=true"):
+        choose_engine(s, "numpy")
+    with pytest.raises(FedjouleError, match="allowed: auto, numpy, simpy"):
+        choose_engine(s, "fast")
