@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= $(if $(FEDJOULE_DATA_DIR),$(FEDJOULE_DATA_DIR),$(abspath ../shared/datasets))
 
-.PHONY: run test test-slow lint reference clean
+.PHONY: run test test-slow lint reference bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test-slow: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check fedjoule tests benchmarks
+
+bench: $(STAMP)  # every benchmarks/*.py script, one after another
+	for script in benchmarks/*.py; do PYTHONPATH=. FEDJOULE_DATA_DIR=$(DATA_DIR) $(BIN)/python $$script || exit 1; done
 
 reference: $(STAMP)
 	$(BIN)/fedjoule reference > docs/scenario-reference.md

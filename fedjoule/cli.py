@@ -68,8 +68,25 @@ def run(
         ),
     ] = 2048,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    no_train: Annotated[
+        bool,
+        typer.Option(
+            "--no-train",
+            help="System only: availability, selection, channel, time and energy without "
+            "data or training (numpy engine, millions of devices; docs/system-engine.md).",
+        ),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="With --no-train: auto (numpy, or SimPy where numpy cannot), numpy, or simpy "
+            "(the SimPy engine with training skipped)."
+        ),
+    ] = "auto",
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    if no_train:
+        return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
     import torch
 
     from fedjoule.scenarios.loading import load_scenario
@@ -125,6 +142,51 @@ def run(
         )
     print_summary(summary)
     console.print(f"results in [bold]{out_dir}[/]")
+
+
+def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
+    """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.system_run import run_system
+
+    if resume:
+        raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
+    loaded = load_scenario(scenario, set_)
+    progress = _progress(quiet)
+    task = None
+
+    def on_start(world, chosen: str, notices: list[str]) -> None:
+        nonlocal task
+        for notice in notices:
+            errors.print(f"[yellow]notice:[/] {escape(notice)}", highlight=False)
+        console.print(
+            f"[bold]{loaded.name}[/]: {loaded.population.size:,} clients, no training, "
+            f"{chosen} engine, model {loaded.model.name} ({world.n_params:,} parameters)"
+        )
+        task = progress.add_task(loaded.name, total=loaded.training.rounds, status="")
+
+    def on_round(row: dict) -> None:
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        progress.update(task, advance=1, status=status)
+
+    with progress:
+        out_dir, summary = run_system(
+            loaded, out, engine=engine, on_start=on_start, on_round=on_round
+        )
+    print_summary(summary)
+    console.print(f"results in [bold]{out_dir}[/]")
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    )
 
 
 def print_summary(summary: dict) -> None:
@@ -289,6 +351,79 @@ def report(
     result = compare_runs(run_dirs, out or default_report_dir(), objective)
     console.print(summary_table(result.rows, title="runs"))
     console.print(f"report in [bold]{result.out}[/]: " + ", ".join(f.name for f in result.files))
+
+
+@app.command()
+def capacity(
+    scenario: Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")],
+    set_: SetOption = None,
+    search: Annotated[
+        str,
+        typer.Option(
+            help="clients_per_round: the largest m meeting the limits; uplink_bandwidth_hz: "
+            "the smallest B (to 0.1 %); none: only the scenario's own figures."
+        ),
+    ] = "clients_per_round",
+    deadline_s: Annotated[
+        float | None,
+        typer.Option(min=0, help="Round time limit (s); default the scenario's round.deadline_s."),
+    ] = None,
+    energy_budget_j: Annotated[
+        float | None, typer.Option(min=0, help="Per-device energy limit per round (J).")
+    ] = None,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="System-only rounds simulated per candidate.")
+    ] = 10,
+    quantile: Annotated[
+        float,
+        typer.Option(
+            help="Judge the round time and device energy at this quantile over rounds and "
+            "participations (1: the worst)."
+        ),
+    ] = 1.0,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default runs/<name>-capacity-<time>).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Capacity planning without training: rounds per hour, airtime per cell, energy per round
+    and per device class, battery drain per day, and the largest clients_per_round (or the
+    smallest uplink bandwidth) meeting a round deadline and a per-device energy budget.
+    Writes capacity.csv (every candidate) and capacity.json."""
+    import time
+
+    from fedjoule.planning.capacity import plan_capacity
+    from fedjoule.planning.capacity_report import print_capacity, write_capacity
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.system_world import build_system_world
+
+    loaded = load_scenario(scenario, set_ or [])
+    folder = out or Path("runs") / f"{loaded.name}-capacity-{time.strftime('%Y%m%d-%H%M%S')}"
+    world = build_system_world(loaded)
+    progress = _progress(quiet)
+    with progress:
+        task = progress.add_task("candidates", total=None, status="")
+
+        def on_step(figures: dict) -> None:
+            status = (
+                f"m={figures['clients_per_round']}, B={figures['uplink_bandwidth_hz']:.4g} Hz: "
+                f"round {figures['round_time_s']:.4g} s, device {figures['device_energy_j']:.4g} J"
+            )
+            progress.update(task, advance=1, status=status)
+
+        plan = plan_capacity(
+            loaded,
+            world,
+            search=search,
+            deadline_s=deadline_s,
+            energy_budget_j=energy_budget_j,
+            rounds=rounds,
+            quantile=quantile,
+            on_step=on_step,
+        )
+    print_capacity(console, loaded, plan)
+    write_capacity(folder, plan)
+    console.print(f"results in [bold]{folder}[/]")
 
 
 @app.command()

@@ -40,16 +40,20 @@ def build_cell(section, n_clients: int, seed: int, topology_section=None) -> Cel
 def build_network(section, n_clients: int, seed: int, topology_section=None):
     """The clients' `Cell` (gains to their serving station) and the network `Topology`."""
     topology_section = topology_section or TopologySection()
+    cell, positions = place_cell(section, n_clients, seed, topology_section)
+    return cell, build_topology(topology_section, cell.serving_cell, positions)
+
+
+def place_cell(section, n_clients: int, seed: int, topology_section) -> tuple[Cell, object]:
+    """The clients' `Cell` and positions (None when the SNR is given), without the graph."""
     noise = noise_psd_w_per_hz(section.noise_dbm_per_hz, section.noise_figure_db)
     positions, distances, shadow, home = place_clients(topology_section, section, n_clients, seed)
     if distances is None:  # SNR given directly: each client belongs to its home cell
-        cell = Cell(None, None, noise, home)
-    else:
-        gains = db_to_linear(-path_loss_db(section, distances)) * shadow  # (N, C)
-        serving = np.argmax(gains, axis=1)  # association to the strongest base station
-        rows = np.arange(n_clients)
-        cell = Cell(distances[rows, serving], gains[rows, serving], noise, serving)
-    return cell, build_topology(topology_section, cell.serving_cell, positions)
+        return Cell(None, None, noise, home), positions
+    gains = db_to_linear(-path_loss_db(section, distances)) * shadow  # (N, C)
+    serving = np.argmax(gains, axis=1)  # association to the strongest base station
+    rows = np.arange(n_clients)
+    return Cell(distances[rows, serving], gains[rows, serving], noise, serving), positions
 
 
 def round_fading(section, n_clients: int, seed: int, round_index: int) -> tuple:

@@ -1,0 +1,244 @@
+"""The shared uplink of one cell solved without SimPy: FDMA processor sharing as a sweep over
+joins and finishes, TDMA/OFDMA as a FIFO multi-server queue; same rules as medium.py.
+
+Every client arrives at the medium at `join_s` with up to `n_attempts` uploads of `bits`
+each (attempt j at its own rate); it transmits at `tx_power_w` while sending; it is
+stopped at `kill_s` (cause `kill_cause`) or when its energy since joining reaches
+`budget_j` (cause "battery"), whichever comes first.
+"""
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Transfers whose remaining time is below this are done together (medium.py, same value).
+FINISH_TOLERANCE_S = 1e-9
+
+UPLOADED = "uploaded"
+
+
+@dataclass
+class UplinkClients:
+    """The clients of one cell that reach the uplink, arrays over them."""
+
+    join_s: np.ndarray  # (n,) time the first upload is requested
+    n_attempts: np.ndarray  # (n,) attempts made unless stopped (1 + retransmissions)
+    succeeds: np.ndarray  # (n,) bool: the last of the n_attempts gets through
+    tx_power_w: np.ndarray  # (n,)
+    budget_j: np.ndarray  # (n,) energy left before the battery threshold (inf: none)
+    kill_s: np.ndarray  # (n,) deadline / offline / over-commit stop (inf: none)
+    kill_cause: np.ndarray  # (n,) object: cause of kill_s
+    # per attempt (n, A): the fixed SNR (snr given) or p * gain (geometry)
+    snr_fixed: np.ndarray | None
+    power_gain_w: np.ndarray | None
+    noise_psd_w_per_hz: float
+
+    def rate_bps(self, clients: np.ndarray, attempts: np.ndarray, share_hz: float) -> np.ndarray:
+        """Shannon rate b log2(1 + SNR(b)) of each client's current attempt on `share_hz`."""
+        if self.snr_fixed is not None:
+            snr = self.snr_fixed[clients, attempts]
+        else:  # SNR = p gain / (N0 b)
+            snr = self.power_gain_w[clients, attempts] / (self.noise_psd_w_per_hz * share_hz)
+        return share_hz * np.log2(1.0 + snr)
+
+
+@dataclass
+class UplinkResult:
+    """What each client did on the uplink."""
+
+    airtime_s: np.ndarray
+    energy_tx_j: np.ndarray
+    bits: np.ndarray
+    attempts: np.ndarray
+    end_s: np.ndarray
+    outcome: np.ndarray  # object: "uploaded", "outage", or the cause that stopped it
+
+
+def _empty_result(n: int) -> UplinkResult:
+    return UplinkResult(
+        np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, np.inf),
+        np.full(n, "running", dtype=object),
+    )  # fmt: skip
+
+
+def _battery_stops(c: UplinkClients, send_start_s: np.ndarray, spent_j: np.ndarray):
+    """When constant-power sending from send_start_s exhausts the budget: t0 + left / p."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left_s = np.maximum(0.0, c.budget_j - spent_j) / c.tx_power_w
+    return np.where(np.isfinite(c.budget_j) & (c.tx_power_w > 0), send_start_s + left_s, np.inf)
+
+
+def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkResult:
+    """Processor sharing (WIRELESS.md, fdma): the n clients sending at a moment each get
+    bandwidth_hz / n; a retransmission follows its failed attempt at once. Event by event:
+    the next finish (min remaining/rate), join or stop; at each, bits sent are brought up to
+    date and the rates recomputed."""
+    n = len(c.join_s)
+    out = _empty_result(n)
+    if n == 0:
+        return out
+    order = np.argsort(c.join_s, kind="stable")
+    stop_s = np.minimum(c.kill_s, _battery_stops(c, c.join_s, np.zeros(n)))  # sends throughout
+    stop_cause = np.where(c.kill_s <= stop_s, c.kill_cause, "battery")
+    active = np.zeros(n, dtype=bool)
+    remaining = np.zeros(n)
+    attempt = np.zeros(n, dtype=int)
+    attempt_start = np.zeros(n)
+    pointer, now = 0, float(c.join_s[order[0]])
+    act = np.zeros(0, dtype=int)
+    rates = np.zeros(0)
+    while True:
+        if act.size:
+            rates = c.rate_bps(act, attempt[act], bandwidth_hz / act.size)
+            with np.errstate(divide="ignore"):
+                left_s = np.where(rates > 0, np.maximum(remaining[act], 0.0) / rates, np.inf)
+            finish_s = now + float(left_s.min())
+            next_stop_s = float(stop_s[act].min())
+        else:
+            finish_s = next_stop_s = math.inf
+        join_s = float(c.join_s[order[pointer]]) if pointer < n else math.inf
+        t = min(finish_s, join_s, next_stop_s)
+        if t == math.inf:
+            break  # nothing left (or only zero-rate transfers with no stop: they never end)
+        if act.size and t > now:
+            remaining[act] -= rates * (t - now)
+        now = t
+        if act.size and t == finish_s:
+            done = (rates > 0) & (remaining[act] <= rates * FINISH_TOLERANCE_S)
+            if not done.any():  # round-off left the earliest finisher a few bits short
+                done[np.argmin(left_s)] = True
+            for i in act[done]:
+                airtime_s = t - attempt_start[i]
+                out.airtime_s[i] += airtime_s
+                out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s  # E_tx = p * airtime
+                out.bits[i] += bits
+                if attempt[i] + 1 < c.n_attempts[i]:  # the retransmission starts at once
+                    attempt[i] += 1
+                    remaining[i] = bits
+                    attempt_start[i] = t
+                    out.attempts[i] += 1
+                else:
+                    active[i] = False
+                    out.end_s[i] = t
+                    out.outcome[i] = UPLOADED if c.succeeds[i] else "outage"
+        for i in np.flatnonzero(active & (stop_s <= t)):
+            airtime_s = t - attempt_start[i]
+            out.airtime_s[i] += airtime_s
+            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
+            out.bits[i] += bits - remaining[i]
+            active[i] = False
+            out.end_s[i] = t
+            out.outcome[i] = stop_cause[i]
+        while pointer < n and c.join_s[order[pointer]] <= t:
+            i = order[pointer]
+            pointer += 1
+            if stop_s[i] <= t:  # stopped on arrival (the stop comes first)
+                out.end_s[i], out.outcome[i] = t, stop_cause[i]
+                continue
+            active[i] = True
+            remaining[i] = bits
+            attempt_start[i] = t
+            out.attempts[i] = 1
+        act = np.flatnonzero(active)
+    return out
+
+
+def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: int):
+    """TDMA (channels=1) or OFDMA (channels=R): `channels` sub-bands of bandwidth_hz /
+    channels, granted first come first served; a failed attempt queues again behind those
+    waiting; a stopped client leaves the queue or frees its sub-band at once."""
+    n = len(c.join_s)
+    out = _empty_result(n)
+    share_hz = bandwidth_hz / channels
+    spent_j = np.zeros(n)  # energy since joining (radio only: waiting costs nothing)
+    free = channels
+    queue: list[int] = []  # FIFO of waiting clients
+    # (time, rank, sequence, kind, client, token); at one instant finishes come before stops
+    events: list = []
+    sequence = 0
+    sending = {}  # client -> (start_s, rate_bps, token)
+    token_of = np.zeros(n, dtype=int)
+    for i in np.argsort(c.join_s, kind="stable"):
+        events.append((float(c.join_s[i]), 1, sequence, "request", int(i), 0))
+        sequence += 1
+        if c.kill_s[i] < math.inf:
+            events.append((float(c.kill_s[i]), 2, sequence, "kill", int(i), 0))
+            sequence += 1
+    heapq.heapify(events)
+    running = np.ones(n, dtype=bool)
+
+    def push(time_s, kind, i, token=0):
+        nonlocal sequence
+        heapq.heappush(events, (time_s, 0 if kind == "finish" else 2, sequence, kind, i, token))
+        sequence += 1
+
+    def grant(i, now):
+        nonlocal free
+        free -= 1
+        rate = float(c.rate_bps(np.array([i]), np.array([out.attempts[i] - 1]), share_hz)[0])
+        token_of[i] += 1
+        sending[i] = (now, rate, token_of[i])
+        end_s = now + bits / rate if rate > 0 else math.inf
+        push(end_s, "finish", i, token_of[i])
+        hit_s = math.inf  # the budget runs out at now + left / p while sending
+        if math.isfinite(c.budget_j[i]) and c.tx_power_w[i] > 0:
+            hit_s = now + max(0.0, c.budget_j[i] - spent_j[i]) / c.tx_power_w[i]
+        if hit_s < end_s:
+            push(hit_s, "battery", i, token_of[i])
+
+    def release(now):
+        nonlocal free
+        free += 1
+        while free and queue:
+            grant(queue.pop(0), now)
+
+    def stop(i, now, cause):
+        running[i] = False
+        out.end_s[i], out.outcome[i] = now, cause
+        if i in sending:
+            start_s, rate, _ = sending.pop(i)
+            airtime_s = now - start_s
+            out.airtime_s[i] += airtime_s
+            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
+            out.bits[i] += min(bits, rate * airtime_s)
+            token_of[i] += 1
+            release(now)
+        elif i in queue:
+            queue.remove(i)
+
+    while events:
+        now, _, _, kind, i, token = heapq.heappop(events)
+        if not running[i]:
+            continue
+        if kind == "request":
+            out.attempts[i] += 1  # counted when asked for, as the SimPy client counts it
+            if free and not queue:
+                grant(i, now)
+            else:
+                queue.append(i)
+        elif kind == "kill":
+            stop(i, now, c.kill_cause[i])
+        elif token == token_of[i] and kind == "battery":
+            stop(i, now, "battery")
+        elif token == token_of[i]:  # finish of the current attempt
+            start_s, _, _ = sending.pop(i)
+            airtime_s = now - start_s
+            out.airtime_s[i] += airtime_s
+            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
+            spent_j[i] += c.tx_power_w[i] * airtime_s
+            out.bits[i] += bits
+            token_of[i] += 1
+            release(now)
+            if out.attempts[i] < c.n_attempts[i]:  # queue again, behind those waiting
+                out.attempts[i] += 1
+                if free and not queue:
+                    grant(i, now)
+                else:
+                    queue.append(i)
+            else:
+                running[i] = False
+                out.end_s[i] = now
+                out.outcome[i] = UPLOADED if c.succeeds[i] else "outage"
+    return out

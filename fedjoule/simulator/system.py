@@ -1,0 +1,346 @@
+"""The system-only engine: rounds of availability, selection, channel, time and energy
+without training, vectorised with numpy per round (docs/system-engine.md).
+
+Per round, everything over the N clients (availability, battery eligibility, fading,
+charging, the ledger) is one numpy operation; the m selected clients' timelines
+(backhaul, downlink, compute, upload, stops) are arrays, and each cell's shared uplink is
+solved by channel/sharing.py. The rules are the SimPy engine's (simulator/transfers.py,
+client.py, engine.py), so for the same seed rounds.csv has the same times, energies, bits
+and arrivals (tests/simulator/test_system_engine.py).
+"""
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from fedjoule import rng
+from fedjoule.channel.cell import round_fading
+from fedjoule.channel.fading import fading_power
+from fedjoule.channel.link import airtime_s
+from fedjoule.channel.outage import attempt_error_probability
+from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queued_uplink
+from fedjoule.channel.units import db_to_linear, dbm_to_w
+from fedjoule.devices.vector_availability import vector_availability
+from fedjoule.simulator.client import DROP_CAUSES
+from fedjoule.simulator.engine import LEDGER_FIELDS
+from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.transfers import nominal_bandwidth_hz, overcommit_count
+
+ENERGY_KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j")
+
+
+def unsupported(scenario) -> list[str]:
+    """What the numpy engine cannot produce for this scenario (empty: all of it)."""
+    reasons = []
+    if scenario.output.events:
+        reasons.append("output.events=true (events.jsonl needs every client's spans)")
+    if scenario.output.timeline_rounds:
+        reasons.append("output.timeline_rounds (round timelines need every client's spans)")
+    return reasons
+
+
+class ClientsOfRound:
+    """The selected clients' per-round arrays: what they spent, when and how they ended."""
+
+    def __init__(self, clients: np.ndarray, cells: np.ndarray) -> None:
+        m = len(clients)
+        self.client, self.cell = clients, cells
+        self.energy_rx_j, self.energy_compute_j, self.energy_tx_j = (np.zeros(m) for _ in "abc")
+        self.downlink_airtime_s, self.compute_time_s = np.zeros(m), np.zeros(m)
+        self.uplink_airtime_s, self.uplink_bits = np.zeros(m), np.zeros(m)
+        self.uplink_attempts = np.zeros(m, dtype=int)
+        self.end_s = np.zeros(m)
+        self.outcome = np.full(m, "running", dtype=object)
+        self.trained = np.zeros(m, dtype=bool)
+
+    @property
+    def energy_total_j(self) -> np.ndarray:
+        return self.energy_compute_j + self.energy_tx_j + self.energy_rx_j
+
+
+class SystemEngine:
+    """A system-only run between rounds: ledger, batteries, simulated time."""
+
+    def __init__(self, world: SystemWorld):
+        self.world = world
+        n = world.population.size
+        self.availability = vector_availability(world.scenario.availability, world)
+        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
+        self.battery_j = world.population.battery_initial_j.copy()
+        self.next_round = 0
+        self.sim_time_s = 0.0
+        self.cumulative_energy_j = 0.0
+        self.wall_time_s = 0.0
+        self.last_clients: ClientsOfRound | None = None
+
+    # ------------------------------------------------------------------ a round
+    def online_clients(self, time_s: float, r: int) -> np.ndarray:
+        """Online now and above the battery threshold (or charging): engine.online_clients."""
+        pop = self.world.population
+        online = self.availability.online_mask(time_s, r)
+        eligible = self.battery_j > pop.battery_threshold_j
+        if self.availability.charging is not None:
+            eligible |= self.availability.charging(time_s)
+        return np.flatnonzero(online & eligible)
+
+    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
+        """Uniform selection (engine.Simulation.select without learning weights)."""
+        training = self.world.scenario.training
+        gen = rng.stream(self.world.scenario.seed, "selection", r)
+        if len(candidates) == 0:
+            return candidates
+        if training.participation == "bernoulli":
+            while True:
+                chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
+                if len(chosen):
+                    return chosen
+        wanted = overcommit_count(training.clients_per_round, self.world.scenario.round.overcommit)
+        m = min(wanted, len(candidates))
+        return np.sort(gen.choice(candidates, m, replace=False))
+
+    def play_round(self, r: int) -> dict:
+        scenario = self.world.scenario
+        training, round_section = scenario.training, scenario.round
+        now_s = self.sim_time_s
+        start_s = now_s
+        if round_section.interval_s:  # same arithmetic as the SimPy timeout
+            start_s = now_s + max(0.0, r * round_section.interval_s - now_s)
+        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        online = self.online_clients(start_s, r)
+        selected = self.select(online, r)
+        row.update(online=len(online), selected=len(selected))
+        if len(selected) == 0:
+            clients = ClientsOfRound(selected, selected)
+            return self._close_row(row, start_s + round_section.idle_wait_s, clients, True)
+        clients = self.play_clients(r, start_s, selected)
+        failed = int((clients.outcome == "arrived").sum()) < round_section.min_clients
+        end_s = float(clients.end_s.max())
+        if round_section.server_time_s:
+            end_s += round_section.server_time_s
+        return self._close_row(row, end_s, clients, failed)
+
+    def play_clients(self, r: int, start_s: float, selected: np.ndarray) -> ClientsOfRound:
+        """Step 4 for the selected clients (transfers.play_clients), over-commit included:
+        solved once; if the first `keep` arrivals stop the rest, solved again up to then."""
+        keep = self.world.scenario.training.clients_per_round
+        clients = self._timelines(r, start_s, selected, math.inf)
+        arrived = clients.outcome == "arrived"
+        if len(selected) > keep and arrived.sum() >= keep:
+            stop_s = float(np.sort(clients.end_s[arrived])[keep - 1])
+            clients = self._timelines(r, start_s, selected, stop_s)
+            arrived = np.flatnonzero(clients.outcome == "arrived")
+            # arrivals at the same instant: keep the first `keep` (stable by client order)
+            late = arrived[np.argsort(clients.end_s[arrived], kind="stable")][keep:]
+            clients.outcome[late] = "overcommit"
+        return clients
+
+    def _timelines(self, r: int, start_s: float, sel: np.ndarray, overcommit_s: float):
+        """Every selected client's round: backhaul down, downlink, compute, uplink (shared
+        per cell), backhaul up; stopped by the deadline, going offline, the battery
+        threshold or (at overcommit_s) the over-commit quota."""
+        world, scenario = self.world, self.world.scenario
+        channel, pop, seed = scenario.channel, world.population, scenario.seed
+        m, n_cells = len(sel), world.topology.n_cells
+        cells = world.serving_cell[sel]
+        out = ClientsOfRound(sel, cells)
+        load = np.bincount(cells, minlength=n_cells)
+
+        # costs (engine.play_round's plan): freeloaders do not compute
+        work = np.where(world.freeloader[sel], 0, world.client_steps[sel])
+        compute_s = work * world.step_time_s[sel]
+        compute_j = work * world.step_energy_j[sel]
+
+        # links (cell.round_links): the round's fading of all N clients, as SimPy draws it
+        up_fading, down_fading = round_fading(channel, pop.size, seed, r)
+        tx_w = pop.tx_power_w[sel]
+        fixed = world.cell.large_scale_gain is None
+        if fixed:
+            down_db = channel.snr_db if channel.downlink_snr_db is None else channel.downlink_snr_db
+            up_snr = db_to_linear(channel.snr_db) * up_fading[sel]
+            down_snr = db_to_linear(down_db) * down_fading[sel]
+        else:
+            gain = world.cell.large_scale_gain[sel]
+            noise = world.cell.noise_psd_w_per_hz
+            up_pg = tx_w * (gain * up_fading[sel])
+            down_snr = (
+                dbm_to_w(channel.bs_tx_power_dbm)
+                * (gain * down_fading[sel])
+                / (noise * channel.downlink_bandwidth_hz)
+            )
+        down_rate = channel.downlink_bandwidth_hz * np.log2(1.0 + down_snr)
+        down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(m)
+
+        # attempts (transfers.attempt_plan): packet errors and per-attempt fading
+        attempts = 1 + channel.max_retx
+        per_attempt = up_snr if fixed else up_pg
+        per_attempt = np.repeat(per_attempt[:, None], attempts, axis=1)
+        fails = np.zeros((m, attempts), dtype=bool)
+        if channel.outage != "none":
+            nominal = np.array([nominal_bandwidth_hz(channel, int(x)) for x in load])[cells]
+            if fixed:
+                mean = np.full(m, float(10 ** (channel.snr_db / 10)))
+            else:
+                mean = tx_w * world.cell.large_scale_gain[sel] / (noise * nominal)
+            q = attempt_error_probability(channel, mean)
+            for i, k in enumerate(sel):
+                fails[i] = rng.stream(seed, "outage", r, k).random(attempts) < q[i]
+        if channel.fading_per == "transmission" and attempts > 1:
+            for i, k in enumerate(sel):
+                gen = rng.stream(seed, "fading", r, k)
+                redraw = fading_power(gen, channel.fading, attempts - 1, k_factor=channel.rician_k)
+                if fixed:
+                    per_attempt[i, 1:] = db_to_linear(channel.snr_db) * redraw
+                else:
+                    per_attempt[i, 1:] = tx_w[i] * (world.cell.large_scale_gain[k] * redraw)
+        succeeds = ~fails.all(axis=1)
+        n_attempts = np.where(succeeds, np.argmin(fails, axis=1) + 1, attempts)
+
+        # stops: deadline or going offline (tuple min: the deadline wins a tie), battery
+        deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
+        offline_s = self.availability.next_offline_s(sel, start_s, r)
+        stop_s = np.minimum(deadline_s, offline_s)
+        stop_cause = np.where(deadline_s <= offline_s, "deadline", "offline").astype(object)
+        stop_cause[~np.isfinite(stop_s)] = "none"
+        over = overcommit_s < stop_s
+        stop_s = np.where(over, overcommit_s, stop_s)
+        stop_cause[over] = "overcommit"
+        budget_j = np.maximum(0.0, self.battery_j[sel] - pop.battery_threshold_j[sel])
+        if self.availability.charging is not None:  # plugged in: no battery stop
+            budget_j[self.availability.charging(start_s)[sel]] = math.inf
+
+        # before the uplink: backhaul, downlink at rx power, compute at constant power
+        back_down = world.topology.cell_delay_s(cells, world.downlink_bits)
+        back_up = world.topology.cell_delay_s(cells, world.uplink_bits)
+        rx_w = pop.rx_power_w[sel]
+        t_a = np.where(back_down > 0, start_s + back_down, start_s)
+        t_b = t_a + down_s
+        t_c = t_b + compute_s
+        finite = np.isfinite(budget_j)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            compute_w = np.where(compute_s > 0, compute_j / compute_s, 0.0)
+            hit_down = np.where(finite & (rx_w > 0), t_a + budget_j / rx_w, np.inf)
+            spent_b = 0.0 + rx_w * (t_b - t_a)
+            hit_comp = np.where(
+                finite & (compute_w > 0),
+                t_b + np.maximum(0.0, budget_j - spent_b) / compute_w,
+                np.inf,
+            )
+        hit_s = np.where(hit_down < t_b, hit_down, np.where(hit_comp < t_c, hit_comp, np.inf))
+        kill_s = np.minimum(stop_s, hit_s)
+        kill_cause = np.where(stop_s <= hit_s, stop_cause, "battery").astype(object)
+        early = kill_s < t_c
+        t_k = kill_s
+        in_down = early & (t_k >= t_a) & (t_k < t_b)
+        done_down = ~early | (t_k >= t_b)
+        out.downlink_airtime_s = np.where(done_down, down_s, np.where(in_down, t_k - t_a, 0.0))
+        out.energy_rx_j = np.where(
+            done_down, rx_w * down_s, np.where(in_down, rx_w * (t_k - t_a), 0.0)
+        )
+        in_comp = early & (t_k >= t_b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(compute_s > 0, (t_k - t_b) / compute_s, 1.0)
+        out.compute_time_s = np.where(~early, compute_s, np.where(in_comp, t_k - t_b, 0.0))
+        out.energy_compute_j = np.where(
+            ~early, compute_j, np.where(in_comp, compute_j * fraction, 0.0)
+        )
+        out.trained = ~early
+        out.end_s = np.where(early, t_k, 0.0)
+        out.outcome[early] = kill_cause[early]
+
+        # the uplink of each cell
+        spent_c = spent_b + compute_w * (t_c - t_b)
+        up_end = np.full(m, np.inf)
+        for c in np.unique(cells[~early]):
+            rows = np.flatnonzero(~early & (cells == c))
+            link = UplinkClients(
+                join_s=t_c[rows],
+                n_attempts=n_attempts[rows],
+                succeeds=succeeds[rows],
+                tx_power_w=tx_w[rows],
+                budget_j=budget_j[rows] - spent_c[rows],
+                kill_s=stop_s[rows],
+                kill_cause=stop_cause[rows],
+                snr_fixed=per_attempt[rows] if fixed else None,
+                power_gain_w=None if fixed else per_attempt[rows],
+                noise_psd_w_per_hz=world.cell.noise_psd_w_per_hz,
+            )
+            bandwidth = channel.uplink_bandwidth_hz
+            if channel.access == "fdma":
+                result = fdma_uplink(link, world.uplink_bits, bandwidth)
+            else:
+                channels = 1 if channel.access == "tdma" else channel.resource_blocks
+                result = queued_uplink(link, world.uplink_bits, bandwidth, channels)
+            out.uplink_airtime_s[rows] = result.airtime_s
+            out.energy_tx_j[rows] = result.energy_tx_j
+            out.uplink_bits[rows] = result.bits
+            out.uplink_attempts[rows] = result.attempts
+            out.end_s[rows] = result.end_s
+            out.outcome[rows] = result.outcome
+            up_end[rows] = result.end_s
+
+        # after the upload: the backhaul; only the deadline or the over-commit stop it
+        uploaded = out.outcome == UPLOADED
+        arrive_s = np.where(back_up > 0, up_end + back_up, up_end)
+        cut = uploaded & np.isin(stop_cause, ["deadline", "overcommit"]) & (stop_s < arrive_s)
+        out.end_s = np.where(uploaded, np.where(cut, stop_s, arrive_s), out.end_s)
+        out.outcome[cut] = stop_cause[cut]
+        out.outcome[uploaded & ~cut] = "arrived"
+        return out
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _close_row(self, row: dict, end_s: float, clients: ClientsOfRound, failed: bool) -> dict:
+        """engine.Simulation._close_row for arrays: ledger, batteries, charging, totals."""
+        world, pop = self.world, self.world.population
+        self.last_clients = clients
+        k = clients.client
+        arrived = clients.outcome == "arrived"
+        self.ledger["selected"][k] += 1
+        self.ledger["arrived"][k] += arrived
+        for name in ENERGY_KINDS:
+            self.ledger[name][k] += getattr(clients, name)
+        battery = np.maximum(0.0, self.battery_j[k] - clients.energy_total_j)
+        flat = clients.outcome == "battery"  # stopped exactly at the threshold
+        battery[flat] = np.minimum(battery[flat], pop.battery_threshold_j[k[flat]])
+        self.battery_j[k] = battery
+        window = self.availability.charging_time_s
+        if window is not None and end_s > self.sim_time_s:
+            gained = pop.charge_power_w * window(self.sim_time_s, end_s)  # E = P_charge * t
+            np.minimum(self.battery_j + gained, pop.battery_capacity_j, out=self.battery_j)
+        n_cells = world.topology.n_cells
+        outcomes = clients.outcome
+        row.update(
+            sim_time_end_s=end_s,
+            arrived=int(arrived.sum()),
+            dropped=int(len(k) - arrived.sum()),
+            **{f"dropped_{cause}": int((outcomes == cause).sum()) for cause in DROP_CAUSES},
+            uplink_attempts=int(clients.uplink_attempts.sum()),
+            selected_per_cell=";".join(map(str, np.bincount(clients.cell, minlength=n_cells))),
+            arrived_per_cell=";".join(
+                map(str, np.bincount(clients.cell[arrived], minlength=n_cells))
+            ),
+            failed=int(failed),
+            downlink_airtime_s=float(clients.downlink_airtime_s.sum()),
+            compute_time_s=float(clients.compute_time_s.sum()),
+            uplink_bits=float(clients.uplink_bits.sum()),
+            uplink_airtime_s=float(clients.uplink_airtime_s.sum()),
+        )
+        for name in ENERGY_KINDS:
+            row[name] = float(getattr(clients, name).sum())
+        row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
+        return row
+
+    def run(self, last_round: int, on_round: Callable[[dict], None]) -> None:
+        """Play rounds next_round .. last_round-1."""
+        for r in range(self.next_round, last_round):
+            tic = time.perf_counter()
+            row = self.play_round(r)
+            wall_s = time.perf_counter() - tic
+            self.cumulative_energy_j += row["energy_total_j"]
+            row["cumulative_energy_j"] = self.cumulative_energy_j
+            row["wall_time_s"] = wall_s
+            self.next_round = r + 1
+            self.sim_time_s = row["sim_time_end_s"]
+            self.wall_time_s += wall_s
+            on_round(row)

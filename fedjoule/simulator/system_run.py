@@ -1,0 +1,177 @@
+"""A system-only run's folder (`fedjoule run --no-train`): the engine choice and its
+notices, rounds.csv, clients.csv and summary.json (docs/system-engine.md)."""
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from fedjoule import __version__
+from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.channel.cell import mean_uplink_snr_db
+from fedjoule.errors import FedjouleError
+from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, write_json
+from fedjoule.scenarios.loading import scenario_yaml
+from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.system import SystemEngine, unsupported
+from fedjoule.simulator.system_simpy import SimpySystemSimulation
+from fedjoule.simulator.system_world import SystemWorld, build_system_world
+
+ENGINES = ("auto", "numpy", "simpy")
+
+
+def choose_engine(scenario: Scenario, engine: str) -> tuple[str, list[str]]:
+    """The engine to use and the notices to print: what the run does not simulate."""
+    if engine not in ENGINES:
+        raise FedjouleError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
+    notices = []
+    cls, _ = ALGORITHMS[scenario.algorithm.name]
+    if cls.needs_probe or cls.selection_weights is not Algorithm.selection_weights:
+        notices.append(
+            f"algorithm.name={scenario.algorithm.name}: without training its learnt selection "
+            "weights and loss-probe set do not exist; selection is uniform and no probe set "
+            "is simulated"
+        )
+    reasons = unsupported(scenario)
+    if engine == "numpy" and reasons:
+        raise FedjouleError(
+            "the numpy system engine does not support " + "; ".join(reasons)
+            + "; use --engine simpy or auto (the SimPy engine with training skipped)"
+        )  # fmt: skip
+    if engine == "auto":
+        engine = "simpy" if reasons else "numpy"
+        if reasons:
+            notices.append(
+                "the numpy engine does not support " + "; ".join(reasons)
+                + ": falling back to the SimPy engine with training skipped (slower)"
+            )  # fmt: skip
+    if engine == "numpy" and scenario.availability.kind == "markov":
+        notices.append(
+            "availability.kind=markov: the numpy engine draws the same on/off process from "
+            "its own streams, so rounds differ from the SimPy engine's (same law)"
+        )
+    return engine, notices
+
+
+def run_system(
+    scenario: Scenario,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    engine: str = "auto",
+    on_start: Callable[[SystemWorld, str, list[str]], None] | None = None,
+    on_round: Callable[[dict], None] | None = None,
+    clients_csv: bool = True,
+) -> tuple[Path, dict]:
+    """Run a scenario without training into `out_dir`; returns the folder and the summary."""
+    engine, notices = choose_engine(scenario, engine)
+    out = (
+        Path(out_dir)
+        if out_dir
+        else Path("runs") / (f"{scenario.name}-system-{time.strftime('%Y%m%d-%H%M%S')}")
+    )
+    if (out / "rounds.csv").exists():
+        raise FedjouleError(f"{out} already holds a run; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    header = f"# resolved by fedjoule {__version__}; every field is shown; run without training\n"
+    (out / "scenario.yaml").write_text(header + scenario_yaml(scenario))
+    tic = time.perf_counter()
+    world = build_system_world(scenario)
+    if on_start:
+        on_start(world, engine, notices)
+    rounds_file = RoundsFile(out / "rounds.csv")
+    last = scenario.training.rounds
+    if engine == "numpy":
+        sim = SystemEngine(world)
+        sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
+        ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.sim_time_s
+    else:
+        sim = SimpySystemSimulation(world)
+        sim.run(last, _simpy_recorder(sim, out, rounds_file, on_round))
+        ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.progress.sim_time_s
+    if clients_csv:
+        write_system_clients(out / "clients.csv", world, ledger, battery)
+    summary = system_summary(world, ledger, battery, sim_time_s, last, engine)
+    summary["wall_time_s"] = time.perf_counter() - tic
+    write_json(out / "summary.json", summary)
+    return out, summary
+
+
+def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
+    from fedjoule.report.timeline import append_events, plot_timeline
+
+    scenario = sim.world.scenario
+
+    def record(row: dict) -> None:
+        rounds_file.append(row)
+        if scenario.output.events:
+            append_events(out / "events.jsonl", row["round"], sim.last_records)
+        if row["round"] in scenario.output.timeline_rounds:
+            png = out / f"timeline_round_{row['round']}.png"
+            plot_timeline(png, row, sim.last_records, scenario.round.deadline_s)
+        if on_round:
+            on_round(row)
+
+    return record
+
+
+def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine) -> dict:
+    energy = {n: float(ledger[n].sum()) for n in ("energy_compute_j", "energy_tx_j", "energy_rx_j")}
+    return {
+        "training": "skipped",
+        "engine": engine,
+        "clients": world.population.size,
+        "rounds_completed": rounds,
+        "sim_time_s": sim_time_s,
+        "energy_total_j": sum(energy.values()),
+        **energy,
+        "participations": int(ledger["selected"].sum()),
+        "arrivals": int(ledger["arrived"].sum()),
+        "battery_used_j": float((world.population.battery_initial_j - battery_j).sum()),
+        "model_params": world.n_params,
+        "uplink_bits_per_client": world.uplink_bits,
+    }
+
+
+def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j) -> None:
+    """clients.csv (report/results.py columns) for every client, column-wise and fast; the
+    columns that need learning (flagged) stay empty."""
+    pop, scenario = world.population, world.scenario
+    share_hz = scenario.channel.uplink_bandwidth_hz / scenario.training.clients_per_round
+    energy = {n: ledger[n] for n in ("energy_compute_j", "energy_tx_j", "energy_rx_j")}
+    n = pop.size
+    empty = np.full(n, "", dtype=object)
+    columns = {
+        "client": np.arange(n),
+        "device_class": np.asarray(pop.class_names, dtype=object)[pop.class_index],
+        "train_samples": empty if world.client_samples is None else world.client_samples,
+        "cell": world.serving_cell,
+        "distance_m": empty if world.cell.distance_m is None else world.cell.distance_m,
+        "mean_uplink_snr_db": mean_uplink_snr_db(
+            scenario.channel, world.cell, pop.tx_power_w, share_hz
+        ),
+        "cpu_freq_hz": pop.cpu_freq_hz,
+        "tx_power_w": pop.tx_power_w,
+        "selected": ledger["selected"].astype(int),
+        "arrived": ledger["arrived"].astype(int),
+        **energy,
+        "energy_total_j": sum(energy.values()),
+        "battery_initial_j": pop.battery_initial_j,
+        "battery_left_j": battery_j,
+        "freeloader": world.freeloader.astype(int),
+        "flagged": empty,
+    }
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as f:
+        f.write(",".join(CLIENT_COLUMNS) + "\n")
+        values = [columns[c].tolist() for c in CLIENT_COLUMNS]
+        for start in range(0, n, 100_000):  # repr: floats round-trip, as in report/results.py
+            rows = zip(*(v[start : start + 100_000] for v in values), strict=True)
+            f.write("".join(",".join(map(_text, row)) + "\n" for row in rows))
+    os.replace(tmp, path)
+
+
+def _text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)

@@ -1,0 +1,69 @@
+"""The SimPy engine with training skipped: the reference the numpy system engine is checked
+against, and its fallback for what it does not support (docs/system-engine.md)."""
+
+import numpy as np
+import simpy
+
+from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation
+from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.transfers import play_clients
+
+
+class SimpySystemSimulation(Simulation):
+    """Steps 1, 2, 4 and 6 of a round (DESIGN.md, "How one run flows") on the SimPy
+    clock: availability, uniform selection, the clients' processes on the shared media,
+    the ledger. No model, no data, no aggregation, no evaluation; freeloaders skip their
+    computation as in a training run."""
+
+    def __init__(self, world: SystemWorld):  # noqa: D107 - no learning state to build
+        self.world = world
+        n = world.population.size
+        self.state = {}
+        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
+        self.battery_j = world.population.battery_initial_j.copy()
+        self.progress = Progress()
+        self.last_records = []
+
+    def play_round(self, env: simpy.Environment, r: int):
+        world, scenario = self.world, self.world.scenario
+        training = scenario.training
+        if scenario.round.interval_s:
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
+        start_s = env.now
+        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        online = self.online_clients(start_s, r)
+        selected = self.select(online, r)
+        row.update(online=len(online), selected=len(selected))
+        if len(selected) == 0:
+            yield env.timeout(scenario.round.idle_wait_s)
+            return self._close_row(row, env.now, [], failed=True)
+
+        def plan(k: int) -> dict:
+            work = 0 if world.freeloader[k] else int(world.client_steps[k])
+            return {
+                "down_bits": world.downlink_bits,
+                "compute_s": work * float(world.step_time_s[k]),
+                "compute_energy_j": work * float(world.step_energy_j[k]),
+                "up_bits": world.uplink_bits,
+            }
+
+        records = yield from play_clients(
+            env, self, r, start_s, selected, training.clients_per_round, plan
+        )
+        failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
+        if scenario.round.server_time_s:
+            yield env.timeout(scenario.round.server_time_s)
+        return self._close_row(row, env.now, records, failed)
+
+    def finish_round(self, row: dict, wall_s: float) -> dict:
+        p = self.progress
+        p.cumulative_energy_j += row["energy_total_j"]
+        row["cumulative_energy_j"] = p.cumulative_energy_j
+        p.next_round = row["round"] + 1
+        p.sim_time_s = row["sim_time_end_s"]
+        p.wall_time_s += wall_s
+        row["wall_time_s"] = wall_s
+        return row
+
+    def finished(self) -> bool:
+        return self.progress.next_round >= self.world.scenario.training.rounds

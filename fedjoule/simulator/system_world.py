@@ -1,0 +1,134 @@
+"""What a system-only run holds fixed, built without any data: devices, cells, backhaul,
+availability, local steps, step costs and payload sizes (docs/system-engine.md)."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.channel.cell import Cell, place_cell
+from fedjoule.data.shapes import client_sample_counts, dataset_shape
+from fedjoule.devices.population import Population, sample_population, step_costs
+from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.world import build_availability, local_steps, pick_freeloaders
+
+
+class CellBackhaul:
+    """Each cell's backhaul link to the server (capacity, latency), without a graph: the
+    path server - base station - client crosses exactly one backhaul edge."""
+
+    def __init__(self, section, serving_cell: np.ndarray) -> None:
+        n_cells = section.n_cells
+
+        def per_cell(value, default: float) -> np.ndarray:
+            if value is None:
+                return np.full(n_cells, default)
+            if isinstance(value, list):
+                return np.array([default if v is None else v for v in value], dtype=float)
+            return np.full(n_cells, float(value))
+
+        self.capacity_bps = per_cell(section.backhaul_capacity_bps, math.inf)
+        self.latency_s = per_cell(section.backhaul_latency_s, 0.0)
+        self.serving_cell = serving_cell
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.capacity_bps)
+
+    def cell_delay_s(self, cells: np.ndarray, bits: float) -> np.ndarray:
+        """Backhaul time of a transfer of `bits` into each of `cells`: latency + bits/capacity."""
+        # store-and-forward on the one wired link (topology.py, Topology.backhaul_delay_s)
+        return self.latency_s[cells] + bits / self.capacity_bps[cells]
+
+    def backhaul_delay_s(self, client: int, bits: float) -> float:
+        """The SimPy engine's interface (channel/topology.py, Topology.backhaul_delay_s)."""
+        c = int(self.serving_cell[client])
+        return 0.0 + float(self.latency_s[c] + bits / self.capacity_bps[c])
+
+
+class NoLearning:
+    """Stands in for the algorithm when nothing is trained: uniform selection, no probe set,
+    no freeloader detection."""
+
+    needs_probe = False
+
+    def selection_weights(self, state):
+        return None
+
+    def detected(self, state):
+        return None
+
+
+@dataclass
+class SystemWorld:
+    scenario: Scenario
+    population: Population
+    cell: Cell
+    topology: CellBackhaul
+    availability: object  # the SimPy engine's availability model
+    algorithm: NoLearning
+    client_steps: np.ndarray  # (N,) local steps per round
+    client_samples: np.ndarray | None  # (N,) training samples; only with local_epochs
+    freeloader: np.ndarray  # (N,) bool
+    step_time_s: np.ndarray  # (N,)
+    step_energy_j: np.ndarray  # (N,)
+    n_params: int
+    forward_flops: float  # one sample's forward pass
+    uplink_bits: float
+    downlink_bits: float
+
+    @property
+    def serving_cell(self) -> np.ndarray:
+        if self.cell.serving_cell is None:
+            return np.zeros(self.population.size, dtype=int)
+        return self.cell.serving_cell
+
+
+def model_size(scenario: Scenario) -> tuple[int, float]:
+    """Parameters and forward FLOPs per sample of the scenario's model, from the template and
+    the dataset's known input shape (no data)."""
+    from fedjoule.models import build_model
+
+    shape, classes = dataset_shape(scenario.dataset)
+    model, _ = build_model(scenario.model, shape, classes, scenario.seed)
+    return model.n_params, model.forward_flops_per_sample(shape)
+
+
+def build_system_world(scenario: Scenario) -> SystemWorld:
+    """The fixed parts of a run without data or model training; arrays over the N clients."""
+    seed, n = scenario.seed, scenario.population.size
+    training = scenario.training
+    n_params, flops = model_size(scenario)
+    population = sample_population(scenario.population, seed)
+    step_time_s, step_energy_j = step_costs(
+        scenario.population, population, flops, training.batch_size
+    )
+    samples = None
+    if training.local_epochs is None:
+        client_steps = np.full(n, training.local_steps)
+    else:  # epochs need each client's sample count: drawn as the loaders draw it
+        samples = client_sample_counts(scenario.dataset, n, seed)
+        client_steps, _ = local_steps(training, samples)
+    cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
+    serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
+    algorithm_cls, _ = ALGORITHMS[scenario.algorithm.name]
+    vector_bits = n_params * scenario.channel.bits_per_param
+    header = scenario.channel.header_bits
+    return SystemWorld(
+        scenario=scenario,
+        population=population,
+        cell=cell,
+        topology=CellBackhaul(scenario.topology, serving),
+        availability=build_availability(scenario.availability, n, seed),
+        algorithm=NoLearning(),
+        client_steps=client_steps,
+        client_samples=samples,
+        freeloader=pick_freeloaders(scenario.population.freeloaders.fraction, n, seed),
+        step_time_s=step_time_s,
+        step_energy_j=step_energy_j,
+        n_params=n_params,
+        forward_flops=flops,
+        uplink_bits=algorithm_cls.uplink_vectors * vector_bits + header,
+        downlink_bits=algorithm_cls.downlink_vectors * vector_bits + header,
+    )
