@@ -147,4 +147,3 @@ class SequentialExecutor:
     def losses(self, w: torch.Tensor, batch_idx: torch.Tensor) -> torch.Tensor:
         idx = batch_idx.to(self.device)
         return torch.stack([self.loss(w, self.x[i], self.y[i]) for i in idx])
-

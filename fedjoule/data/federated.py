@@ -60,7 +60,7 @@ def build_federated_data(section, n_clients: int, seed: int, data_dir=None) -> F
             gen,
             sigma=section.size_sigma,
             zipf_s=section.zipf_s,
-            min_size=section.min_client_samples,
+            min_size=section.min_client_samples if section.sizes != "equal" else 1,
         )
         if section.partition == "iid":
             client_train = iid_partition(len(labels), sizes, gen)

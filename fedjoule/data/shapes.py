@@ -61,5 +61,5 @@ def client_sample_counts(section, n_clients: int, seed: int) -> np.ndarray:
         rng.stream(seed, "partition"),
         sigma=section.size_sigma,
         zipf_s=section.zipf_s,
-        min_size=section.min_client_samples,
+        min_size=section.min_client_samples if section.sizes != "equal" else 1,
     )
