@@ -55,7 +55,10 @@ class VectorisedExecutor:
     """Trains all selected clients in one batched computation.
 
     `fast_grad`, when given, replaces `vmap(grad(loss))` with an equal but faster
-    batched gradient (dense.DenseGradient for MLPs and logistic regression)."""
+    batched gradient (dense.DenseGradient for MLPs and logistic regression).
+    `memory_budget_mb` bounds the working memory of one batched computation: when the
+    selected clients' stacked parameters, gradients and activations would exceed it,
+    they are trained in chunks (they are independent during local training)."""
 
     def __init__(
         self,
@@ -64,17 +67,50 @@ class VectorisedExecutor:
         y: torch.Tensor,
         device: torch.device,
         fast_grad: Callable | None = None,
+        memory_budget_mb: float = 1024,
     ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
         self.batched_grad = fast_grad or vmap(grad(loss))
         self.batched_loss = vmap(loss, in_dims=(None, 0, 0))
+        self.memory_budget_mb = memory_budget_mb
+
+    def chunk_size(self, n_params: int, batch: int) -> int:
+        """Clients per batched computation within the memory budget: per client about six
+        parameter-sized tensors (parameters, two gradient buffers, weight gradients,
+        correction, direction) and its batch of inputs (x3 for activations)."""
+        per_client = 4 * (6 * n_params + 3 * batch * self.x[0].numel())
+        return max(1, int(self.memory_budget_mb * 2**20 // per_client))
 
     def train(
         self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
     ) -> torch.Tensor:
         """Final (m, P) parameters after each client's `setup.steps` local steps."""
+        m, _, batch = batch_idx.shape
+        n_params = ctx.shared["start"].numel()
+        chunk = self.chunk_size(n_params, batch)
+        if m <= chunk:
+            return self._train(algorithm, ctx, setup, batch_idx)
+        finals = []
+        for first in range(0, m, chunk):
+            rows = slice(first, first + chunk)
+            own = ctx.rows(rows)
+            own_setup = RoundSetup(
+                setup.lr,
+                setup.steps[rows],
+                setup.round_index,
+                setup.weight_decay,
+                setup.clip_grad_norm,
+            )
+            finals.append(self._train(algorithm, own, own_setup, batch_idx[rows]))
+            for name, value in own.local.items():  # the chunk's working state back
+                ctx.local[name][rows] = value
+        return torch.cat(finals)
+
+    def _train(
+        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+    ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
         m, n_steps = batch_idx.shape[:2]
         params = start_params(ctx, m)

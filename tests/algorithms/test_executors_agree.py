@@ -78,3 +78,31 @@ def test_masked_steps_equal_shorter_sequential_loops():
     # aggregation uses only the arrived rows (equal sizes: their plain mean)
     mean = out["VectorisedExecutor"][[0, 2, 3]].mean(0)
     assert torch.allclose(out["VectorisedExecutor-agg"], mean, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["scaffold", "stem", "drfa"])
+def test_chunked_training_equals_one_batch(name):
+    """Over a memory budget the clients train in chunks; the result does not change."""
+    scenario = load_scenario(
+        "default",
+        [
+            f"algorithm.name={name}",
+            "population.size=20",
+            "training.clients_per_round=9",
+            "training.rounds=2",
+            "model.name=mlp",
+            "model.hidden=[16]",
+            "population.freeloaders.fraction=0.2",
+            "training.local_epochs=1",
+        ],
+    )
+    finals = {}
+    for label, budget in (("one", 1024), ("chunks", 0.05)):
+        world = build_world(scenario, device="cpu")
+        world.executor.memory_budget_mb = budget
+        if label == "chunks":
+            assert world.executor.chunk_size(world.model.n_params, 32) < 9
+        sim = Simulation(world)
+        sim.run(2, lambda row: None)
+        finals[label] = sim.state["w"]
+    assert torch.allclose(finals["one"], finals["chunks"], atol=1e-6)
