@@ -21,6 +21,20 @@ app = typer.Typer(
 console = Console()
 errors = Console(stderr=True)
 
+
+def progress_bar(quiet: bool) -> Progress:
+    """The bar of long commands: description, bar, done/total, a status field, time."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    )
+
+
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
@@ -100,15 +114,7 @@ def run(
     loaded = None if resume else load_scenario(scenario, set_ or [])
     if resume and set_:
         raise FedjouleError("--resume continues a run as it was; --set cannot change it")
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet,
-    )
+    progress = progress_bar(quiet)
     task = None
 
     def on_start(world, first_round: int) -> None:
@@ -178,15 +184,7 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
 
 
 def _progress(quiet: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet,
-    )
+    return progress_bar(quiet)
 
 
 def print_summary(summary: dict) -> None:
@@ -292,15 +290,7 @@ def sweep(
     )
     name = Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
     out = out or Path("sweeps") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet,
-    )
+    progress = progress_bar(quiet)
     task = None
 
     def on_plan(points, states) -> None:

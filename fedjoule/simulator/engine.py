@@ -62,6 +62,32 @@ def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
     }
 
 
+def select_clients(
+    candidates: np.ndarray, scenario, r: int, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Step 2 of a round (both engines): ceil(overcommit m) clients among the candidates,
+    uniformly or in proportion to `weights` over all N clients (DRFA's lambda; 0 excludes,
+    as TACO's expelled); or, with bernoulli participation, each with probability p."""
+    training = scenario.training
+    gen = rng.stream(scenario.seed, "selection", r)
+    if weights is not None:
+        weights = weights[candidates]
+        candidates, weights = candidates[weights > 0], weights[weights > 0]
+    if len(candidates) == 0:
+        return candidates
+    if training.participation == "bernoulli":
+        # FedDyn/FedDC code: each client active with p; redraw while nobody is
+        while True:
+            chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
+            if len(chosen):
+                return chosen
+    m = min(
+        overcommit_count(training.clients_per_round, scenario.round.overcommit), len(candidates)
+    )
+    p = None if weights is None else weights / weights.sum()
+    return np.sort(gen.choice(candidates, m, replace=False, p=p))
+
+
 class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
 
@@ -123,17 +149,8 @@ class Simulation:
         )
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
-        def plan(k: int) -> dict:
-            work = 0 if world.freeloader[k] else int(world.client_steps[k])
-            return {
-                "down_bits": world.downlink_bits,
-                "compute_s": work * float(world.step_time_s[k]),
-                "compute_energy_j": work * float(world.step_energy_j[k]),
-                "up_bits": world.uplink_bits,
-            }
-
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, plan
+            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
         )
 
         # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
@@ -161,27 +178,22 @@ class Simulation:
         return np.flatnonzero(online)
 
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
-        """m clients among the candidates: uniformly, or by the algorithm's weights (DRFA's
-        lambda, 0 for clients TACO expelled); or each with probability p (bernoulli)."""
-        training = self.world.scenario.training
-        gen = rng.stream(self.world.scenario.seed, "selection", r)
+        """This round's clients among the candidates, with the algorithm's weights."""
         weights = self.world.algorithm.selection_weights(self.state)
         if weights is not None:
-            weights = weights.cpu().numpy().astype(float)[candidates]
-            candidates = candidates[weights > 0]
-            weights = weights[weights > 0]
-        if len(candidates) == 0:
-            return candidates
-        if training.participation == "bernoulli":
-            # FedDyn/FedDC code: each client active with p; redraw while nobody is
-            while True:
-                chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
-                if len(chosen):
-                    return chosen
-        wanted = overcommit_count(training.clients_per_round, self.world.scenario.round.overcommit)
-        m = min(wanted, len(candidates))
-        p = None if weights is None else weights / weights.sum()
-        return np.sort(gen.choice(candidates, m, replace=False, p=p))
+            weights = weights.cpu().numpy().astype(float)
+        return select_clients(candidates, self.world.scenario, r, weights)
+
+    def training_costs(self, k: int) -> dict:
+        """Client k's bits and computation in a training round (freeloaders compute nothing)."""
+        world = self.world
+        work = 0 if world.freeloader[k] else int(world.client_steps[k])
+        return {
+            "down_bits": world.downlink_bits,
+            "compute_s": work * float(world.step_time_s[k]),
+            "compute_energy_j": work * float(world.step_energy_j[k]),
+            "up_bits": world.uplink_bits,
+        }
 
     def fabricate(self, start: torch.Tensor) -> torch.Tensor:
         """A freeloader's upload, from the global model it received."""

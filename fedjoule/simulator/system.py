@@ -24,9 +24,9 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.engine import LEDGER_FIELDS
+from fedjoule.simulator.engine import LEDGER_FIELDS, select_clients
 from fedjoule.simulator.system_world import SystemWorld
-from fedjoule.simulator.transfers import nominal_bandwidth_hz, overcommit_count
+from fedjoule.simulator.transfers import nominal_bandwidth_hz
 
 ENERGY_KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j")
 
@@ -86,19 +86,8 @@ class SystemEngine:
         return np.flatnonzero(online & eligible)
 
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
-        """Uniform selection (engine.Simulation.select without learning weights)."""
-        training = self.world.scenario.training
-        gen = rng.stream(self.world.scenario.seed, "selection", r)
-        if len(candidates) == 0:
-            return candidates
-        if training.participation == "bernoulli":
-            while True:
-                chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
-                if len(chosen):
-                    return chosen
-        wanted = overcommit_count(training.clients_per_round, self.world.scenario.round.overcommit)
-        m = min(wanted, len(candidates))
-        return np.sort(gen.choice(candidates, m, replace=False))
+        """Uniform selection: the SimPy engine's rule without learning weights."""
+        return select_clients(candidates, self.world.scenario, r)
 
     def play_round(self, r: int) -> dict:
         scenario = self.world.scenario

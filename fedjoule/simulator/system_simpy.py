@@ -25,7 +25,7 @@ class SimpySystemSimulation(Simulation):
         self.last_records = []
 
     def play_round(self, env: simpy.Environment, r: int):
-        world, scenario = self.world, self.world.scenario
+        scenario = self.world.scenario
         training = scenario.training
         if scenario.round.interval_s:
             yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
@@ -38,17 +38,8 @@ class SimpySystemSimulation(Simulation):
             yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
-        def plan(k: int) -> dict:
-            work = 0 if world.freeloader[k] else int(world.client_steps[k])
-            return {
-                "down_bits": world.downlink_bits,
-                "compute_s": work * float(world.step_time_s[k]),
-                "compute_energy_j": work * float(world.step_energy_j[k]),
-                "up_bits": world.uplink_bits,
-            }
-
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, plan
+            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
         )
         failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
         if scenario.round.server_time_s:
