@@ -308,7 +308,9 @@ def run_plan(
     write_table(out / PLAN_CSV, table)
     from fedjoule.planning.plan_plots import plot_energy_vs_k, plot_kstar_heatmap
 
-    plot_kstar_heatmap(out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base)
+    plot_kstar_heatmap(
+        out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
+    )
     plot_energy_vs_k(out / ENERGY_PNG, table, plot_cells, base)
     wall = time.perf_counter() - tic
     write_json(

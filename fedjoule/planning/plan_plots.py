@@ -22,18 +22,21 @@ def _hz(value: float) -> str:
     return f"{value:g} Hz"
 
 
-def plot_kstar_heatmap(path: Path, best: list[dict], snrs, bandwidths, scenario) -> Path:
-    """Rows: SNR (high at the top); columns: bandwidth; colour: log K*; text: K* and E_total."""
+def plot_kstar_heatmap(
+    path: Path, best: list[dict], snrs, bandwidths, scenario, k_values=None
+) -> Path:
+    """Rows: SNR (high at the top); columns: bandwidth; colour: log K* on the scale of the
+    K grid; text: K* and E_total."""
     snr_rows = sorted(snrs, reverse=True)
     grid = np.full((len(snr_rows), len(bandwidths)), np.nan)
     fig, ax = plt.subplots(figsize=(1.6 * len(bandwidths) + 2.2, 0.9 * len(snr_rows) + 1.6))
-    ks = [b["K_star"] for b in best if b["K_star"] is not None]
+    ks = [b["K_star"] for b in best if b["K_star"] is not None] or [1]
+    k_values = list(k_values) if k_values else ks
     for b in best:
         i, j = snr_rows.index(b["snr_db"]), list(bandwidths).index(b["bandwidth_hz"])
         if b["K_star"] is not None:
             grid[i, j] = math.log10(b["K_star"])
-    vmin = math.log10(min(ks)) if ks else 0.0
-    vmax = math.log10(max(ks)) if ks else 1.0
+    vmin, vmax = math.log10(min(k_values)), math.log10(max(k_values))
     image = ax.imshow(
         np.ma.masked_invalid(grid), cmap="viridis", vmin=vmin, vmax=max(vmax, vmin + 1e-9)
     )
@@ -43,7 +46,7 @@ def plot_kstar_heatmap(path: Path, best: list[dict], snrs, bandwidths, scenario)
             text, colour = "no K\nreaches", "black"
         else:
             text = f"K*={b['K_star']}\n{b['E_total_j']:.3g} J"
-            colour = "white" if grid[i, j] < (vmin + vmax) / 2 else "black"
+            colour = "white" if image.norm(grid[i, j]) < 0.5 else "black"
         ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     ax.set_xticks(range(len(bandwidths)), [_hz(b) for b in bandwidths])
     ax.set_yticks(range(len(snr_rows)), [f"{s:g} dB" for s in snr_rows])
@@ -51,7 +54,7 @@ def plot_kstar_heatmap(path: Path, best: list[dict], snrs, bandwidths, scenario)
     ax.set_ylabel("SNR")
     ax.set_title(f"{scenario.name}: K* = argmin E_total to {_target(scenario)}", fontsize=9)
     bar = fig.colorbar(image, ax=ax)
-    shown = sorted(set(ks))
+    shown = sorted(set(k_values))
     bar.set_ticks([math.log10(k) for k in shown], labels=[str(k) for k in shown])
     bar.set_label("K* (log scale)")
     fig.tight_layout()
