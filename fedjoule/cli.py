@@ -417,6 +417,124 @@ def capacity(
 
 
 @app.command()
+def plan(
+    scenario: Annotated[
+        str, typer.Argument(help="A built-in scenario name or a YAML file (with a target).")
+    ],
+    k: Annotated[
+        str, typer.Option("--k", help="Local steps K to compare, comma-separated.")
+    ] = "1,2,5,10,20,50",
+    snr_db: Annotated[
+        str, typer.Option(help="SNR grid (dB), set as channel.snr_db, comma-separated.")
+    ] = "0,10,20,30",
+    bandwidth_hz: Annotated[
+        str,
+        typer.Option(
+            help="Uplink bandwidth grid (Hz), channel.uplink_bandwidth_hz, comma-separated."
+        ),
+    ] = "1e5,1e6,1e7",
+    set_: SetOption = None,
+    max_rounds: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Rounds cap of every learning run (default the scenario's training.rounds); "
+            "a K that has not reached the target by then is reported as not reached.",
+        ),
+    ] = None,
+    cells: Annotated[
+        str | None,
+        typer.Option(
+            help="Cells drawn in energy_vs_k.png: SNR:BW,... (default: the grid's corners)."
+        ),
+    ] = None,
+    per_cell: Annotated[
+        bool,
+        typer.Option(
+            "--per-cell",
+            help="Run every (K, cell) as its own learning run even where one run per K "
+            "could price the grid (a check of the repricing; slower).",
+        ),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Plan folder (default plans/<name>-<time>); give it again to resume the "
+            "learning runs of an interrupted plan."
+        ),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option(help="Where learning runs execute: local (process pool) or ray.")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Learning runs at once (default: cores // threads-per-run)."),
+    ] = None,
+    threads_per_run: Annotated[
+        int, typer.Option(min=1, help="Torch threads (and Ray CPUs) per learning run.")
+    ] = 1,
+    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
+    ] = None,
+) -> None:
+    """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
+    R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
+    One learning run per K prices the whole grid when the channel cannot change who takes
+    part; otherwise every (K, cell) runs. Writes plan.csv, plan.json, kstar_heatmap.png and
+    energy_vs_k.png."""
+    import time
+
+    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
+    from fedjoule.planning.sweep import SweepOptions
+
+    snrs = parse_numbers("--snr-db", snr_db, float)
+    bandwidths = parse_numbers("--bandwidth-hz", bandwidth_hz, float, minimum=1e-300)
+    options = PlanOptions(
+        k_values=parse_numbers("--k", k, int, minimum=1),
+        snr_db=snrs,
+        bandwidth_hz=bandwidths,
+        max_rounds=max_rounds,
+        plot_cells=parse_cells(cells, snrs, bandwidths) if cells else None,
+        per_cell=per_cell,
+        sweep=SweepOptions(
+            backend=backend,
+            address=address,
+            workers=workers,
+            threads_per_run=threads_per_run,
+            device=device,
+            data_dir=str(data_dir) if data_dir else None,
+        ),
+    )
+    name = Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
+    folder = out or Path("plans") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    result = run_plan(scenario, folder, set_ or [], options, say=console.print)
+    table = Table(title=f"K* per cell ({result.method})")
+    for column in ("SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"):
+        table.add_column(column)
+    for b in result.best:
+        found = b["K_star"] is not None
+        table.add_row(
+            f"{b['snr_db']:g}",
+            f"{b['bandwidth_hz']:g}",
+            str(b["K_star"]) if found else "no K reaches the target",
+            str(b.get("rounds_to_target", "")) if found else "",
+            f"{b['E_total_j']:.4g}" if found else "",
+        )
+    console.print(table)
+    console.print(f"method: {result.method}: {result.reason}", highlight=False)
+    console.print(
+        f"results in [bold]{result.out}[/] (plan.csv, plan.json, kstar_heatmap.png, "
+        "energy_vs_k.png)"
+    )
+
+
+@app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""
     from fedjoule.scenarios.loading import builtin_names, load_scenario

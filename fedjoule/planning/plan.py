@@ -1,0 +1,374 @@
+"""`fedjoule plan`: the energy-optimal number of local steps K* over a grid of SNR and
+uplink bandwidth (WIRELESS.md, "Energy to target and the optimal K"; DRDM paper, Fig. 4).
+
+For every K and channel cell (snr_db, uplink_bandwidth_hz): R(K), the rounds to the
+scenario's target; E_total(K), the ledger's energy over those rounds (K E_step + E_tx +
+E_rx of every selected client, plus DRFA/DRDM's probe transfers); K* = argmin E_total.
+
+Method. When the channel cannot change who takes part (`reprice_blockers` is empty),
+R(K) and every round's training and probe sets do not depend on the channel: one learning
+run per K (at the cheapest cell) gives them, and each cell is priced by replaying those
+sets on the SimPy system engine with the cell's channel (planning/replay.py). A replay
+that sees the channel change who takes part anyway (a battery reaching its threshold)
+hands its (K, cell) to a learning run of its own. Otherwise every (K, cell) is its own
+learning run. Learning runs go through the sweep machinery (planning/sweep.py).
+"""
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedjoule import __version__
+from fedjoule.errors import FedjouleError
+from fedjoule.planning.replay import reprice
+from fedjoule.planning.sweep import SweepOptions, run_sweep
+from fedjoule.report.results import write_json
+from fedjoule.report.table import write_table
+from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
+from fedjoule.scenarios.schema import Scenario
+
+PLAN_CSV, PLAN_JSON = "plan.csv", "plan.json"
+HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
+REPRICE, PER_CELL = "reprice", "per-cell"
+TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
+COLUMNS = (
+    "K",
+    "snr_db",
+    "bandwidth_hz",
+    "rounds_to_target",
+    "reached",
+    "E_total_j",
+    "E_compute_j",
+    "E_tx_j",
+    "E_rx_j",
+    "time_to_target_s",
+    "is_best",
+    "priced_by",
+)
+
+Cell = tuple[float, float]  # (snr_db, bandwidth_hz)
+
+
+def parse_numbers(option: str, text: str, kind: type, minimum: float | None = None) -> list:
+    """`1,2,5` as numbers of `kind`, distinct, each >= minimum; errors name the option."""
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            value = kind(float(item)) if kind is float else int(item)
+        except ValueError:
+            raise FedjouleError(
+                f"{option} {text!r}: {item!r} is not a{'n integer' if kind is int else ' number'}"
+                f"; give comma-separated values, e.g. {option} 1,2,5"
+            ) from None
+        if minimum is not None and value < minimum:
+            raise FedjouleError(f"{option} {text!r}: {item} is below the allowed minimum {minimum}")
+        if kind is float and not math.isfinite(value):
+            raise FedjouleError(f"{option} {text!r}: {item} is not finite")
+        values.append(value)
+    if len(set(values)) != len(values):
+        raise FedjouleError(f"{option} {text!r}: a value is repeated")
+    return values
+
+
+def parse_cells(text: str, snrs: list[float], bandwidths: list[float]) -> list[Cell]:
+    """`--cells SNR:BW,...`: cells of the grid to draw in energy_vs_k.png."""
+    cells = []
+    for item in text.split(","):
+        snr, sep, bw = item.partition(":")
+        try:
+            cell = (float(snr), float(bw))
+        except ValueError:
+            cell = None
+        if not sep or cell is None:
+            raise FedjouleError(f"--cells {item!r}: expected SNR_DB:BANDWIDTH_HZ, e.g. 0:1e5")
+        if cell[0] not in snrs or cell[1] not in bandwidths:
+            raise FedjouleError(
+                f"--cells {item!r}: not a cell of the grid; allowed SNR (dB) {snrs}, "
+                f"bandwidths (Hz) {bandwidths}"
+            )
+        cells.append(cell)
+    return cells
+
+
+@dataclass
+class PlanOptions:
+    """The grid and how its learning runs execute."""
+
+    k_values: list[int] = field(default_factory=lambda: [1, 2, 5, 10, 20, 50])
+    snr_db: list[float] = field(default_factory=lambda: [0.0, 10.0, 20.0, 30.0])
+    bandwidth_hz: list[float] = field(default_factory=lambda: [1e5, 1e6, 1e7])
+    max_rounds: int | None = None  # default: the scenario's training.rounds
+    plot_cells: list[Cell] | None = None  # default: the grid's corners
+    per_cell: bool = False  # run every (K, cell) even where repricing is valid
+    sweep: SweepOptions = field(default_factory=SweepOptions)
+
+    def __post_init__(self) -> None:
+        for name, values in (
+            ("--k", self.k_values),
+            ("--snr-db", self.snr_db),
+            ("--bandwidth-hz", self.bandwidth_hz),
+        ):
+            if not values:
+                raise FedjouleError(f"{name}: give at least one value")
+        if min(self.k_values) < 1:
+            raise FedjouleError(f"--k {self.k_values}: local steps must be at least 1")
+        if min(self.bandwidth_hz) <= 0:
+            raise FedjouleError(f"--bandwidth-hz {self.bandwidth_hz}: must be > 0 Hz")
+        if self.max_rounds is not None and self.max_rounds < 1:
+            raise FedjouleError(f"--max-rounds {self.max_rounds}: must be at least 1")
+        self.k_values = sorted(self.k_values)
+        self.snr_db = sorted(self.snr_db)
+        self.bandwidth_hz = sorted(self.bandwidth_hz)
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [(s, b) for s in self.snr_db for b in self.bandwidth_hz]
+
+    @property
+    def corners(self) -> list[Cell]:
+        s, b = self.snr_db, self.bandwidth_hz
+        return list(dict.fromkeys([(s[0], b[0]), (s[0], b[-1]), (s[-1], b[0]), (s[-1], b[-1])]))
+
+
+def reprice_blockers(scenario: Scenario) -> list[str]:
+    """Why the channel could change who takes part (empty: one learning run per K prices
+    the grid). The rule: nothing that depends on the channel decides selection, arrival
+    or eligibility. Packet errors depend on the SNR; a deadline or an over-commit quota
+    on the transfer times; time-driven availability (markov, diurnal, trace) on the
+    simulated clock, which the channel moves. Batteries are checked during each replay
+    (a client at its threshold is a violation), not here."""
+    reasons = []
+    channel, round_ = scenario.channel, scenario.round
+    if channel.outage != "none":
+        reasons.append(
+            f"channel.outage={channel.outage}: packet errors depend on the SNR, so who "
+            "arrives depends on the channel"
+        )
+    if round_.deadline_s is not None:
+        reasons.append(
+            f"round.deadline_s={round_.deadline_s:g}: transfer times depend on the channel, "
+            "so the deadline can drop different clients"
+        )
+    if round_.overcommit > 1:
+        reasons.append(
+            f"round.overcommit={round_.overcommit:g}: the first arrivals are kept, and the "
+            "order of arrival depends on the channel"
+        )
+    if scenario.availability.kind not in TIME_INDEPENDENT_AVAILABILITY:
+        reasons.append(
+            f"availability.kind={scenario.availability.kind}: who is online depends on the "
+            "simulated time, which the channel changes"
+        )
+    return reasons
+
+
+@dataclass
+class PlanResult:
+    out: Path
+    rows: list[dict]
+    method: str
+    reason: str
+    best: list[dict]  # one entry per cell: K* and its E_total (None: no K reaches)
+    wall_time_s: float
+
+
+def cell_sets(cell: Cell) -> list[str]:
+    return [f"channel.snr_db={cell[0]!r}", f"channel.uplink_bandwidth_hz={cell[1]!r}"]
+
+
+def cell_name(cell: Cell) -> str:
+    return f"snr={cell[0]:g}__bw={cell[1]:g}"
+
+
+def _row(k: int, cell: Cell, priced_by: str, reached: bool, rounds: int | None, figures: dict):
+    return {
+        "K": k,
+        "snr_db": cell[0],
+        "bandwidth_hz": cell[1],
+        "rounds_to_target": rounds if reached else None,
+        "reached": int(reached),
+        **{c: (figures[c] if reached else None) for c in COLUMNS[5:10]},
+        "is_best": 0,
+        "priced_by": priced_by,
+    }
+
+
+def _summary_figures(summary: dict) -> dict:
+    """A learning run's energy to target (stop_at_target: its totals end at the target)."""
+    return {
+        "E_total_j": summary["energy_to_target_j"],
+        "E_compute_j": summary["energy_compute_j"],
+        "E_tx_j": summary["energy_tx_j"],
+        "E_rx_j": summary["energy_rx_j"],
+        "time_to_target_s": summary["time_to_target_s"],
+    }
+
+
+def run_plan(
+    scenario: str | Path,
+    out: Path,
+    sets: list[str] | None = None,
+    options: PlanOptions | None = None,
+    say: Callable[[str], None] = lambda text: None,
+) -> PlanResult:
+    """Plan K* over the grid into `out`: plan.csv, plan.json and the two plots."""
+    options = options or PlanOptions()
+    out, sets = Path(out), list(sets or [])
+    tic = time.perf_counter()
+    base = load_scenario(scenario, sets)
+    training = base.training
+    if training.target_value is None:
+        raise FedjouleError(
+            "plan needs a target: set training.target_value (and training.target_metric: "
+            "accuracy or worst_client_accuracy), e.g. --set training.target_value=0.8"
+        )
+    max_rounds = options.max_rounds or training.rounds
+    plot_cells = options.plot_cells or options.corners
+    common = [*sets, "training.stop_at_target=true", f"training.rounds={max_rounds}"]
+    blockers = reprice_blockers(base)
+    if options.per_cell:
+        method, reason = PER_CELL, "--per-cell: every (K, cell) runs as its own learning run"
+    elif blockers:
+        method, reason = PER_CELL, "; ".join(blockers)
+    else:
+        method = REPRICE
+        reason = (
+            "the channel cannot change who takes part (no outage, no deadline, no over-commit, "
+            f"availability {base.availability.kind}, batteries checked in every replay): one "
+            "learning run per K, each cell priced by replaying its selections"
+        )
+    say(f"method: {method} ({reason})")
+    k_grid = "training.local_steps=" + ",".join(map(str, options.k_values))
+    rows: dict[tuple[int, Cell], dict] = {}
+    notes: list[str] = []
+    learning: dict[str, object] = {}
+
+    todo: dict[Cell, list[int]] = {}
+    if method == REPRICE:
+        anchor = (options.snr_db[-1], options.bandwidth_hz[-1])  # cheapest: batteries last
+        folder = out / "learning"
+        say(
+            f"learning runs: {len(options.k_values)} (one per K) at SNR {anchor[0]:g} dB, "
+            f"{anchor[1]:g} Hz, in {folder}"
+        )
+        anchor_sets = [*common, *cell_sets(anchor), "output.events=true"]
+        result = run_sweep(scenario, [k_grid], folder, anchor_sets, options.sweep)
+        learning["anchor_cell"] = {"snr_db": anchor[0], "bandwidth_hz": anchor[1]}
+        learning["folder"] = str(folder)
+        by_k = {int(r["training.local_steps"]): r for r in result.rows}
+        raw, label = read_source(scenario)
+        for k in options.k_values:
+            point_dir = folder / "runs" / f"local_steps={k}"
+            summary = by_k[k]
+            reached = summary["rounds_to_target"] is not None
+            rounds = summary["rounds_to_target"] if reached else summary["rounds_completed"]
+            for cell in options.cells:
+                overrides = [*common, *cell_sets(cell), f"training.local_steps={k}"]
+                cell_scenario = validate(apply_overrides(copy.deepcopy(raw), overrides), label)
+                priced = reprice(cell_scenario, point_dir, rounds)
+                if cell == anchor and not priced.violations:
+                    _check_anchor(k, priced, summary)
+                if priced.violations:
+                    notes.append(
+                        f"K={k}, SNR {cell[0]:g} dB, {cell[1]:g} Hz: not repriced, "
+                        f"{priced.violations[0]} ({len(priced.violations)} violations)"
+                    )
+                    todo.setdefault(cell, []).append(k)
+                    continue
+                figures = {
+                    "E_total_j": priced.energy_total_j,
+                    "E_compute_j": priced.energy_compute_j,
+                    "E_tx_j": priced.energy_tx_j,
+                    "E_rx_j": priced.energy_rx_j,
+                    "time_to_target_s": priced.sim_time_s,
+                }
+                rows[k, cell] = _row(k, cell, REPRICE, reached, rounds, figures)
+        for note in notes:
+            say(note)
+    else:
+        todo = {cell: list(options.k_values) for cell in options.cells}
+
+    for cell, ks in todo.items():
+        folder = out / "cells" / cell_name(cell)
+        say(f"learning runs for SNR {cell[0]:g} dB, {cell[1]:g} Hz: K = {ks}, in {folder}")
+        grid = "training.local_steps=" + ",".join(map(str, ks))
+        result = run_sweep(scenario, [grid], folder, [*common, *cell_sets(cell)], options.sweep)
+        for summary in result.rows:
+            k = int(summary["training.local_steps"])
+            reached = summary["rounds_to_target"] is not None
+            figures = _summary_figures(summary) if reached else {}
+            rows[k, cell] = _row(k, cell, "run", reached, summary["rounds_to_target"], figures)
+
+    table = [rows[k, cell] for cell in options.cells for k in options.k_values]
+    best = mark_best(table, options.cells)
+    write_table(out / PLAN_CSV, table)
+    from fedjoule.planning.plan_plots import plot_energy_vs_k, plot_kstar_heatmap
+
+    plot_kstar_heatmap(
+        out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
+    )
+    plot_energy_vs_k(out / ENERGY_PNG, table, plot_cells, base)
+    wall = time.perf_counter() - tic
+    write_json(
+        out / PLAN_JSON,
+        {
+            "fedjoule_version": __version__,
+            "scenario": str(scenario),
+            "set": sets,
+            "k_values": options.k_values,
+            "snr_db": options.snr_db,
+            "bandwidth_hz": options.bandwidth_hz,
+            "max_rounds": max_rounds,
+            "target_metric": training.target_metric,
+            "target_value": training.target_value,
+            "algorithm": base.algorithm.name,
+            "backend": options.sweep.backend,
+            "threads_per_run": options.sweep.threads_per_run,
+            "method": method,
+            "reason": reason,
+            "repricing_blockers": blockers,
+            "not_repriced": notes,
+            "learning": learning,
+            "plot_cells": [{"snr_db": s, "bandwidth_hz": b} for s, b in plot_cells],
+            "best": best,
+            "wall_time_s": wall,
+        },
+    )
+    return PlanResult(out, table, method, reason, best, wall)
+
+
+def _check_anchor(k: int, priced, summary: dict) -> None:
+    """The replay on the learning run's own channel must give the run's own ledger."""
+    if summary["rounds_to_target"] is None:
+        return
+    if priced.energy_total_j != summary["energy_to_target_j"]:
+        raise FedjouleError(
+            f"K={k}: the replay on the learning run's own channel gives "
+            f"{priced.energy_total_j!r} J, the run {summary['energy_to_target_j']!r} J; "
+            "the repricing is not faithful (a bug: please report it)"
+        )
+
+
+def mark_best(table: list[dict], cells: list[Cell]) -> list[dict]:
+    """Set is_best on each cell's cheapest reached K (ties: the smaller K); one entry per
+    cell, K* None when no K reaches the target."""
+    best = []
+    for cell in cells:
+        mine = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell and r["reached"]]
+        entry = {"snr_db": cell[0], "bandwidth_hz": cell[1], "K_star": None, "E_total_j": None}
+        if mine:
+            winner = min(mine, key=lambda r: (r["E_total_j"], r["K"]))
+            winner["is_best"] = 1
+            entry.update(
+                K_star=winner["K"],
+                E_total_j=winner["E_total_j"],
+                rounds_to_target=winner["rounds_to_target"],
+            )
+        else:
+            entry["note"] = "no K reaches the target within the rounds cap"
+        best.append(entry)
+    return best

@@ -1,0 +1,185 @@
+"""Repricing a learning run on another channel: its selections replayed on the SimPy system
+engine (training skipped), with checks that the channel did not change who took part.
+
+A learning run records every transfer in events.jsonl (output.events=true). The clients
+that uploaded a model in round r are the round's training set; those that uploaded a loss
+(header + 32 bits) are DRFA/DRDM's probe set. `ReplaySimulation` plays the same rounds on
+a system world with another channel: the recorded sets instead of a new selection, the
+same transfer plans as the learning engine (simulator/engine.py), the same ledger. Any
+sign that the channel changed who took part (a drop, a client whose battery reached its
+threshold, a recorded client not eligible) is a violation: the repricing is then not valid.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import simpy
+
+from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.errors import FedjouleError
+from fedjoule.report.table import read_table
+from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.system_simpy import SimpySystemSimulation
+from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.transfers import play_clients
+
+PROBE_UPLINK_EXTRA_BITS = 32  # the probe's scalar loss (engine.Simulation.probe)
+
+
+@dataclass
+class RoundSets:
+    """Who took part in one round of a learning run."""
+
+    selected: list[int] = field(default_factory=list)
+    probed: list[int] = field(default_factory=list)
+
+
+def read_round_sets(run_dir: Path, world: SystemWorld) -> tuple[dict[int, RoundSets], list[str]]:
+    """Each round's training and probe sets from a run's events.jsonl, and what makes the run
+    unfit for replay (a drop: a selected client without a completed upload)."""
+    path = Path(run_dir) / "events.jsonl"
+    if not path.exists():
+        raise FedjouleError(f"{run_dir}: no events.jsonl; the run needs output.events=true")
+    probe_bits = world.scenario.channel.header_bits + PROBE_UPLINK_EXTRA_BITS
+    sets: dict[int, RoundSets] = {}
+    with path.open() as f:
+        for line in f:
+            event = json.loads(line)
+            if event["kind"] != "uplink" or not event["ok"]:
+                continue
+            found = sets.setdefault(event["round"], RoundSets())
+            if event["bits"] == world.uplink_bits:
+                found.selected.append(event["client"])
+            elif event["bits"] == probe_bits:
+                found.probed.append(event["client"])
+            else:
+                raise FedjouleError(
+                    f"{path}: an upload of {event['bits']} bits in round {event['round']}, "
+                    f"neither a model ({world.uplink_bits}) nor a probe loss ({probe_bits})"
+                )
+    problems = []
+    for row in read_table(Path(run_dir) / "rounds.csv"):
+        r = int(row["round"])
+        found = sets.setdefault(r, RoundSets())
+        found.selected.sort()
+        found.probed.sort()
+        if int(row["selected"]) != len(found.selected) or int(row["dropped"]):
+            problems.append(f"round {r} of the learning run dropped {row['dropped']} clients")
+    return sets, problems
+
+
+class ReplaySimulation(SimpySystemSimulation):
+    """The SimPy engine without training, playing recorded training and probe sets."""
+
+    def __init__(self, world: SystemWorld, rounds: dict[int, RoundSets]):
+        super().__init__(world)
+        self.rounds = rounds
+        self.needs_probe = ALGORITHMS[world.scenario.algorithm.name][0].needs_probe
+        self.violations: list[str] = []
+
+    def _eligible(self, time_s: float, r: int, wanted: list[int], what: str) -> None:
+        """Every online client is above its battery threshold (so the candidates were the
+        same on any channel) and every recorded client is among them."""
+        online = self.online_clients(time_s, r)
+        available = np.flatnonzero(self.world.availability.online_mask(time_s, r))
+        if len(online) != len(available):
+            self.violations.append(
+                f"round {r}: {len(available) - len(online)} clients at their battery threshold"
+            )
+        if not set(wanted) <= set(online.tolist()):
+            self.violations.append(f"round {r}: a recorded {what} client is not eligible")
+
+    def _arrived(self, r: int, records) -> None:
+        for rec in records:
+            if rec.outcome != "arrived":
+                self.violations.append(f"round {r}: client {rec.client} dropped ({rec.outcome})")
+
+    def play_round(self, env: simpy.Environment, r: int):
+        world, scenario = self.world, self.world.scenario
+        training = scenario.training
+        if scenario.round.interval_s:
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
+        start_s = env.now
+        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        sets = self.rounds.get(r, RoundSets())
+        self._eligible(start_s, r, sets.selected, "training")
+        selected = np.asarray(sets.selected, dtype=int)
+        row.update(online=len(self.online_clients(start_s, r)), selected=len(selected))
+        if len(selected) == 0:
+            yield env.timeout(scenario.round.idle_wait_s)
+            return self._close_row(row, env.now, [], failed=True)
+
+        def plan(k: int) -> dict:  # engine.Simulation.play_round's plan
+            work = 0 if world.freeloader[k] else int(world.client_steps[k])
+            return {
+                "down_bits": world.downlink_bits,
+                "compute_s": work * float(world.step_time_s[k]),
+                "compute_energy_j": work * float(world.step_energy_j[k]),
+                "up_bits": world.uplink_bits,
+            }
+
+        records = yield from play_clients(
+            env, self, r, start_s, selected, training.clients_per_round, plan
+        )
+        self._arrived(r, records)
+        failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
+        probe_records = []
+        if self.needs_probe and not failed and sets.probed:
+            probe_records = yield from self.probe_replay(env, r, sets.probed)
+        if scenario.round.server_time_s:
+            yield env.timeout(scenario.round.server_time_s)
+        return self._close_row(row, env.now, records, failed, probe_records)
+
+    def probe_replay(self, env: simpy.Environment, r: int, probed: list[int]):
+        """engine.Simulation.probe's transfers for the recorded probe set."""
+        world, scenario = self.world, self.world.scenario
+        self._eligible(env.now, r, probed, "probe")
+        vector_bits = world.n_params * scenario.channel.bits_per_param
+        header = scenario.channel.header_bits
+
+        def plan(k: int) -> dict:
+            return {
+                "down_bits": vector_bits + header,
+                "compute_s": float(world.step_time_s[k]) / 3,
+                "compute_energy_j": float(world.step_energy_j[k]) / 3,
+                "up_bits": header + PROBE_UPLINK_EXTRA_BITS,
+            }
+
+        clients = np.asarray(probed, dtype=int)
+        records = yield from play_clients(env, self, r, env.now, clients, len(clients), plan)
+        self._arrived(r, records)
+        return records
+
+
+@dataclass
+class Priced:
+    """A replay's totals over its rounds, and why it is not valid (empty: valid)."""
+
+    rounds: int
+    energy_total_j: float
+    energy_compute_j: float
+    energy_tx_j: float
+    energy_rx_j: float
+    sim_time_s: float
+    violations: list[str]
+
+
+def reprice(scenario: Scenario, run_dir: Path, rounds: int) -> Priced:
+    """Replay the first `rounds` rounds of the learning run in `run_dir` on `scenario` (the
+    run's scenario with another channel)."""
+    world = build_system_world(scenario)
+    sets, problems = read_round_sets(run_dir, world)
+    sim = ReplaySimulation(world, sets)
+    sim.run(rounds, lambda row: None)
+    ledger = sim.ledger
+    return Priced(
+        rounds=rounds,
+        energy_total_j=sim.progress.cumulative_energy_j,
+        energy_compute_j=float(ledger["energy_compute_j"].sum()),
+        energy_tx_j=float(ledger["energy_tx_j"].sum()),
+        energy_rx_j=float(ledger["energy_rx_j"].sum()),
+        sim_time_s=sim.progress.sim_time_s,
+        violations=problems + sim.violations,
+    )
