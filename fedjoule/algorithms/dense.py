@@ -77,6 +77,7 @@ class DenseGradient:
                 # two result buffers, alternating, so that two calls in one step (STEM)
                 # do not overwrite each other
                 "out": [empty(m, self.n_params), empty(m, self.n_params)],
+                "rows": torch.arange(m * batch, device=like.device),
             }
         return self._buffers[key]
 
@@ -100,8 +101,7 @@ class DenseGradient:
         # d(mean cross-entropy)/d logits = (softmax - onehot) / B
         dz = ws["dz"][last]
         dz.copy_(torch.softmax(ws["z"][last], dim=-1))
-        rows = torch.arange(m * batch, device=dz.device)
-        dz.view(m * batch, -1)[rows, y.reshape(-1)] -= 1
+        dz.view(m * batch, -1)[ws["rows"], y.reshape(-1)] -= 1
         dz.div_(batch)
         for i in range(last, -1, -1):  # backward
             layer = self.layers[i]

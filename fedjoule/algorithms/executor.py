@@ -112,17 +112,25 @@ class VectorisedExecutor:
         self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
     ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
-        m, n_steps = batch_idx.shape[:2]
+        m, n_steps, batch = batch_idx.shape
         params = start_params(ctx, m)
         steps = setup.steps.to(self.device)
+        all_active = int(steps.min())  # before this step every client is still training
+        xb = torch.empty((m * batch, *self.x.shape[1:]), dtype=self.x.dtype, device=self.device)
+        yb = torch.empty(m * batch, dtype=self.y.dtype, device=self.device)
         for k in range(n_steps):
-            idx = batch_idx[:, k]
-            xb, yb = self.x[idx], self.y[idx]
+            idx = batch_idx[:, k].reshape(-1)  # gather the m minibatches into reused buffers
+            torch.index_select(self.x, 0, idx, out=xb)
+            torch.index_select(self.y, 0, idx, out=yb)
+            x_k, y_k = xb.view(m, batch, *self.x.shape[1:]), yb.view(m, batch)
             active = (steps > k).to(params.dtype)[:, None]
             direction = algorithm.direction(
-                k, params, lambda p, xb=xb, yb=yb: self.batched_grad(p, xb, yb), ctx, setup, active
+                k, params, lambda p, x=x_k, y=y_k: self.batched_grad(p, x, y), ctx, setup, active
             )
-            params.addcmul_(direction, active, value=-setup.lr)
+            if k < all_active:
+                params.sub_(direction, alpha=setup.lr)
+            else:  # clients that finished their steps stay where they are
+                params.addcmul_(direction, active, value=-setup.lr)
             algorithm.after_step(k, params, ctx, active)
         return params
 
