@@ -25,12 +25,12 @@ import torch
 import torch.nn.functional as F
 
 from fedjoule.algorithms.base import RoundSetup
-from fedjoule.algorithms.dense import DenseGradient
-from fedjoule.algorithms.executor import VectorisedExecutor, minibatch_indices
+from fedjoule.algorithms.executor import minibatch_indices
 from fedjoule.algorithms.fedavg import FedAvg, FedAvgConfig
 from fedjoule.data.federated import build_federated_data
 from fedjoule.models import build_model
 from fedjoule.scenarios.schema import DatasetSection, ModelSection
+from fedjoule.simulator.world import make_executor
 
 WORKLOADS = {
     # name: (dataset, model, clients per round, local steps, batch)
@@ -85,10 +85,9 @@ def measure(name, rounds, device):
     samples = torch.as_tensor(data.client_samples)
     algorithm = FedAvg(FedAvgConfig(), n_clients, samples)
     state = algorithm.init_state(w0)
-    fast = DenseGradient.build(model)
     executors = {
-        "vectorised": VectorisedExecutor(model.loss, data.x_train, data.y_train, device, fast),
-        "vmap": VectorisedExecutor(model.loss, data.x_train, data.y_train, device),
+        "vectorised": make_executor("vectorised", model, data, device),
+        "vmap": make_executor("vmap", model, data, device),
     }
     x, y = data.x_train.to(device), data.y_train.to(device)
     loops = {"sequential": sequential_round, "big_batch": big_batch_round}

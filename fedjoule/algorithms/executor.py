@@ -51,6 +51,29 @@ def start_params(ctx: Context, m: int) -> torch.Tensor:
     return ctx.shared["start"].expand(m, -1).clone()
 
 
+class LoopGradient:
+    """Per-client gradients computed client after client into one reused (m, P) buffer.
+
+    vmap turns a convolution over m clients into a grouped convolution, which the CPU
+    backend runs about 1.6x slower than m ordinary ones (PERFORMANCE.md, and
+    benchmarks/RESULTS.md); for convolutional models on a CPU this is the faster way to
+    fill the same (m, P) gradient. Same values as vmap(grad(loss)) to float rounding."""
+
+    def __init__(self, loss: LossFn):
+        self.grad = grad(loss)
+        self._out: list[torch.Tensor] = []
+        self._flip = 0
+
+    def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not self._out or self._out[0].shape != params.shape:
+            self._out = [torch.empty_like(params), torch.empty_like(params)]
+        self._flip ^= 1  # two buffers: two calls in one step (STEM) do not collide
+        out = self._out[self._flip]
+        for i in range(len(params)):
+            out[i] = self.grad(params[i], x[i], y[i])
+        return out
+
+
 class VectorisedExecutor:
     """Trains all selected clients in one batched computation.
 

@@ -8,7 +8,7 @@ import torch
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.dense import DenseGradient
-from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
+from fedjoule.algorithms.executor import LoopGradient, SequentialExecutor, VectorisedExecutor
 from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
@@ -103,11 +103,18 @@ def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
 
 
 def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torch.device):
-    """`vectorised` (with the dense fast path when the model allows), `vmap` (plain
-    vmap(grad), for comparison) or `sequential` (the reference)."""
+    """`vectorised`: all clients in one step loop, with the fastest gradient for the model
+    and device (hand-batched for dense models; client by client for convolutional
+    models on a CPU; vmap otherwise); `vmap`: plain vmap(grad), for comparison;
+    `sequential`: the reference."""
     if kind == "sequential":
         return SequentialExecutor(model.loss, data.x_train, data.y_train, device)
-    fast = DenseGradient.build(model) if kind == "vectorised" else None
+    fast = None
+    if kind == "vectorised":
+        fast = DenseGradient.build(model)
+        has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
+        if fast is None and has_conv and device.type == "cpu":
+            fast = LoopGradient(model.loss)
     return VectorisedExecutor(model.loss, data.x_train, data.y_train, device, fast)
 
 

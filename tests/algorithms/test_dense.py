@@ -38,3 +38,19 @@ def test_only_plain_dense_stacks_get_the_fast_path():
     from fedjoule.models.functional import FlatModel
 
     assert DenseGradient.build(FlatModel.wrap(odd)) is None
+
+
+def test_loop_gradient_equals_vmap_grad_for_a_cnn():
+    from fedjoule.algorithms.executor import LoopGradient
+
+    model, w0 = build_model(ModelSection(name="cnn"), (1, 8, 8), 3, seed=0)
+    gen = torch.Generator().manual_seed(1)
+    params = w0 + 0.01 * torch.randn(3, w0.numel(), generator=gen)
+    x = torch.randn(3, 4, 1, 8, 8, generator=gen)
+    y = torch.randint(0, 3, (3, 4), generator=gen)
+    expected = vmap(grad(model.loss))(params, x, y)
+    loop = LoopGradient(model.loss)
+    first = loop(params, x, y).clone()
+    assert torch.allclose(first, expected, atol=1e-6, rtol=1e-5)
+    loop(params * 0.5, x, y)
+    assert torch.allclose(loop(params, x, y), first)  # alternating buffers
