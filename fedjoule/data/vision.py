@@ -1,11 +1,11 @@
 """Torchvision image datasets loaded as whole, normalised tensors."""
 
+import hashlib
 import os
 import pathlib
 
 import numpy as np
 import torch
-import torchvision
 
 from fedjoule.errors import FedjouleError
 
@@ -51,13 +51,35 @@ def resolve_data_dir(explicit: str | os.PathLike | None) -> pathlib.Path:
     env = os.environ.get("FEDJOULE_DATA_DIR")
     if env:
         return pathlib.Path(env).expanduser()
+    return _user_cache() / "datasets"
+
+
+def _user_cache() -> pathlib.Path:
     cache = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(cache).expanduser() if cache else pathlib.Path.home() / ".cache"
-    return base / "fedjoule" / "datasets"
+    return (
+        pathlib.Path(cache).expanduser() if cache else pathlib.Path.home() / ".cache"
+    ) / "fedjoule"
+
+
+def tensor_cache_path(name: str, root: pathlib.Path) -> pathlib.Path | None:
+    """Where the decoded tensors of `name` under `root` are cached, keyed by the dataset's
+    files (names, sizes, modification times); None when the files are not there or the
+    cache is off (FEDJOULE_TENSOR_CACHE=0)."""
+    if os.environ.get("FEDJOULE_TENSOR_CACHE", "1") == "0":
+        return None
+    top = root / _LAYOUT[name].split("/")[0]
+    if not top.exists():
+        return None
+    files = [p for p in sorted(top.rglob("*")) if p.is_file()] if top.is_dir() else [top]
+    stamp = [(str(p.relative_to(root)), p.stat().st_size, int(p.stat().st_mtime)) for p in files]
+    key = hashlib.sha256(repr((name, str(root.resolve()), stamp)).encode()).hexdigest()[:16]
+    return _user_cache() / "tensors" / f"{name}-{key}.pt"
 
 
 def _open(name: str, root: pathlib.Path, train: bool, download: bool):
     """The torchvision dataset object for one split."""
+    import torchvision  # here, not at module level: importing it costs about 1.5 s
+
     datasets = torchvision.datasets
     if name == "mnist":
         return datasets.MNIST(root, train=train, download=download)
@@ -128,7 +150,9 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
     """(x_train, y_train, x_test, y_test) of a torchvision dataset as whole tensors.
 
     Images are float32 (n, C, H, W), normalised with the dataset's standard mean/std;
-    labels are int64. Results are cached per (name, root): treat them as read-only.
+    labels are int64. Results are cached per (name, root) in memory (treat them as
+    read-only) and as a tensor file in the user cache folder, so that later runs skip
+    torchvision's import and decoding; the first load always goes through torchvision.
     """
     if name not in VISION_DATASETS:
         raise FedjouleError(
@@ -138,6 +162,11 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
     key = (name, str(root.resolve()))
     if key in _CACHE:
         return _CACHE[key]
+    cached = tensor_cache_path(name, root)
+    if cached is not None and cached.exists():
+        result = tuple(torch.load(cached, weights_only=True))
+        _CACHE[key] = result
+        return result
     splits = []
     for train in (True, False):
         ds = _open_or_fail(name, root, train, download)
@@ -145,4 +174,13 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
         splits += [_normalise(name, images), labels]
     result: Tensors = (splits[0], splits[1], splits[2], splits[3])
     _CACHE[key] = result
+    cached = tensor_cache_path(name, root)  # after a download the files exist now
+    if cached is not None:
+        try:  # best effort: a read-only home only costs the next run the decoding
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            torch.save(list(result), tmp)
+            os.replace(tmp, cached)
+        except OSError:
+            pass
     return result

@@ -71,3 +71,25 @@ def test_unknown_name_lists_valid_names(tmp_path):
     for name in VISION_DATASETS:
         assert name in str(info.value)
     assert set(VISION_DATASETS) == {"mnist", "fashion-mnist", "kmnist", "emnist", "cifar10", "svhn"}
+
+
+def test_decoded_tensors_are_cached_and_read_back_equal(tmp_path, monkeypatch):
+    import os
+
+    import torch
+
+    from fedjoule.data import vision
+
+    root = os.environ.get("FEDJOULE_DATA_DIR")
+    if not root:
+        pytest.skip("FEDJOULE_DATA_DIR not set")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(vision, "_CACHE", {})
+    first = vision.load_vision("mnist", pathlib.Path(root))
+    path = vision.tensor_cache_path("mnist", pathlib.Path(root))
+    assert path is not None and path.exists() and str(tmp_path) in str(path)
+    monkeypatch.setattr(vision, "_CACHE", {})
+    second = vision.load_vision("mnist", pathlib.Path(root))
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    monkeypatch.setenv("FEDJOULE_TENSOR_CACHE", "0")
+    assert vision.tensor_cache_path("mnist", pathlib.Path(root)) is None
