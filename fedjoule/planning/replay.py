@@ -97,7 +97,7 @@ class ReplaySimulation(SimpySystemSimulation):
                 self.violations.append(f"round {r}: client {rec.client} dropped ({rec.outcome})")
 
     def play_round(self, env: simpy.Environment, r: int):
-        world, scenario = self.world, self.world.scenario
+        scenario = self.world.scenario
         training = scenario.training
         if scenario.round.interval_s:
             yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
@@ -111,17 +111,8 @@ class ReplaySimulation(SimpySystemSimulation):
             yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
-        def plan(k: int) -> dict:  # engine.Simulation.play_round's plan
-            work = 0 if world.freeloader[k] else int(world.client_steps[k])
-            return {
-                "down_bits": world.downlink_bits,
-                "compute_s": work * float(world.step_time_s[k]),
-                "compute_energy_j": work * float(world.step_energy_j[k]),
-                "up_bits": world.uplink_bits,
-            }
-
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, plan
+            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
         )
         self._arrived(r, records)
         failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
