@@ -11,7 +11,7 @@ import torch
 from pydantic import Field
 
 from fedjoule.algorithms.drfa import Drfa, DrfaConfig
-from fedjoule.algorithms.feddyn import client_alpha, dyn_client_update, dyn_correction
+from fedjoule.algorithms.feddyn import FedDyn, client_alpha
 
 
 class DrdmConfig(DrfaConfig):
@@ -37,13 +37,9 @@ class Drdm(Drfa):
         ctx.per_client.update(g_i=rows["g_i"], alpha=alpha)
         return ctx
 
-    def correction(self, params, ctx):
-        p = ctx.per_client
-        return dyn_correction(params, p["g_i"], p["alpha"], ctx.shared["anchor"])
-
-    def client_updates(self, params, ctx, rows, setup):
-        p = ctx.per_client
-        return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.shared["anchor"])}
+    # the clients' FedDyn objective and g_i update, from the same context entries
+    correction = FedDyn.correction
+    client_updates = FedDyn.client_updates
 
     def aggregate(self, state, uploads, client_ids):
         # FedDyn's server step with the drifts weighted like the models:

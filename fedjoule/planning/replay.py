@@ -21,11 +21,10 @@ from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.errors import FedjouleError
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.engine import PROBE_LOSS_BITS
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import play_clients
-
-PROBE_UPLINK_EXTRA_BITS = 32  # the probe's scalar loss (engine.Simulation.probe)
 
 
 @dataclass
@@ -42,7 +41,7 @@ def read_round_sets(run_dir: Path, world: SystemWorld) -> tuple[dict[int, RoundS
     path = Path(run_dir) / "events.jsonl"
     if not path.exists():
         raise FedjouleError(f"{run_dir}: no events.jsonl; the run needs output.events=true")
-    probe_bits = world.scenario.channel.header_bits + PROBE_UPLINK_EXTRA_BITS
+    probe_bits = world.scenario.channel.header_bits + PROBE_LOSS_BITS
     sets: dict[int, RoundSets] = {}
     with path.open() as f:
         for line in f:
@@ -99,10 +98,8 @@ class ReplaySimulation(SimpySystemSimulation):
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
         training = scenario.training
-        if scenario.round.interval_s:
-            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        start_s = env.now
-        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        row = yield from self.open_round(env, r)
+        start_s = row["sim_time_start_s"]
         sets = self.rounds.get(r, RoundSets())
         self._eligible(start_s, r, sets.selected, "training")
         selected = np.asarray(sets.selected, dtype=int)
@@ -125,21 +122,11 @@ class ReplaySimulation(SimpySystemSimulation):
 
     def probe_replay(self, env: simpy.Environment, r: int, probed: list[int]):
         """engine.Simulation.probe's transfers for the recorded probe set."""
-        world, scenario = self.world, self.world.scenario
         self._eligible(env.now, r, probed, "probe")
-        vector_bits = world.n_params * scenario.channel.bits_per_param
-        header = scenario.channel.header_bits
-
-        def plan(k: int) -> dict:
-            return {
-                "down_bits": vector_bits + header,
-                "compute_s": float(world.step_time_s[k]) / 3,
-                "compute_energy_j": float(world.step_energy_j[k]) / 3,
-                "up_bits": header + PROBE_UPLINK_EXTRA_BITS,
-            }
-
         clients = np.asarray(probed, dtype=int)
-        records = yield from play_clients(env, self, r, env.now, clients, len(clients), plan)
+        records = yield from play_clients(
+            env, self, r, env.now, clients, len(clients), self.probe_costs
+        )
         self._arrived(r, records)
         return records
 

@@ -31,6 +31,7 @@ from fedjoule.simulator.client import DROP_CAUSES, ClientRecord
 from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
+PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 LEDGER_FIELDS = ("selected", "arrived", "energy_compute_j", "energy_tx_j", "energy_rx_j")
 SUMMED = ("energy_compute_j", "energy_tx_j", "energy_rx_j", "uplink_bits", "uplink_airtime_s")
 
@@ -110,15 +111,21 @@ class Simulation:
         self.last_records: list[ClientRecord] = []
 
     # ------------------------------------------------------------------ the story of a round
+    def open_round(self, env: simpy.Environment, r: int):
+        """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
+        start its rounds.csv row (a SimPy process body, used with `yield from`)."""
+        scenario = self.world.scenario
+        if scenario.round.interval_s:
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
+        training = scenario.training
+        return {"round": r, "sim_time_start_s": env.now, "lr": training.lr * training.lr_decay**r}
+
     def play_round(self, env: simpy.Environment, r: int):
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
         world, scenario = self.world, self.world.scenario
         training, seed = scenario.training, scenario.seed
-        if scenario.round.interval_s:  # rounds on a schedule: wait for this round's slot
-            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        start_s = env.now
-        lr = training.lr * training.lr_decay**r
-        row = {"round": r, "sim_time_start_s": start_s, "lr": lr}
+        row = yield from self.open_round(env, r)
+        start_s, lr = row["sim_time_start_s"], row["lr"]
 
         # 1. availability and 2. selection
         online = self.online_clients(start_s, r)
@@ -184,6 +191,17 @@ class Simulation:
             weights = weights.cpu().numpy().astype(float)
         return select_clients(candidates, self.world.scenario, r, weights)
 
+    def probe_costs(self, k: int) -> dict:
+        """Client k's bits and computation in the loss probe: the probe model down, one
+        forward pass (about a third of a training step), the loss up."""
+        world, channel = self.world, self.world.scenario.channel
+        return {
+            "down_bits": world.n_params * channel.bits_per_param + channel.header_bits,
+            "compute_s": float(world.step_time_s[k]) / 3,
+            "compute_energy_j": float(world.step_energy_j[k]) / 3,
+            "up_bits": channel.header_bits + PROBE_LOSS_BITS,
+        }
+
     def training_costs(self, k: int) -> dict:
         """Client k's bits and computation in a training round (freeloaders compute nothing)."""
         world = self.world
@@ -212,18 +230,9 @@ class Simulation:
         clients = np.sort(gen.choice(online, m, replace=False)) if m else online
         if m == 0:
             return []
-        vector_bits = world.model.n_params * scenario.channel.bits_per_param
-        header = scenario.channel.header_bits
-
-        def plan(k: int) -> dict:  # one forward pass: about a third of a training step
-            return {
-                "down_bits": vector_bits + header,
-                "compute_s": float(world.step_time_s[k]) / 3,
-                "compute_energy_j": float(world.step_energy_j[k]) / 3,
-                "up_bits": header + 32,
-            }
-
-        records = yield from play_clients(env, self, r, env.now, clients, len(clients), plan)
+        records = yield from play_clients(
+            env, self, r, env.now, clients, len(clients), self.probe_costs
+        )
         arrived = np.array([rec.outcome == "arrived" for rec in records])
         ids = clients[arrived]
         if len(ids):

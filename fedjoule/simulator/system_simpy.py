@@ -27,10 +27,8 @@ class SimpySystemSimulation(Simulation):
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
         training = scenario.training
-        if scenario.round.interval_s:
-            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        start_s = env.now
-        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        row = yield from self.open_round(env, r)
+        start_s = row["sim_time_start_s"]
         online = self.online_clients(start_s, r)
         selected = self.select(online, r)
         row.update(online=len(online), selected=len(selected))

@@ -49,6 +49,10 @@ class World:
     uplink_bits: float  # per participating client
     downlink_bits: float
 
+    @property
+    def n_params(self) -> int:
+        return self.model.n_params
+
 
 def pick_device(name: str) -> torch.device:
     """`auto` picks CUDA when present."""
