@@ -96,9 +96,9 @@ def main() -> None:
         for k in results
     }
     results["final_models_equal"] = bool(torch.equal(w["spilling"], w["in_memory"]))
-    spill_file = args.out / "spilling" / "client_state.bin"
-    size = spill_file.stat().st_size if spill_file.exists() else 0
-    results["spill_file_gb"] = round(size / 2**30, 2)
+    for label in ("spilling", "in_memory"):  # client_state.bin, or a compacted -N.bin
+        size = sum(f.stat().st_size for f in (args.out / label).glob("client_state*.bin"))
+        results[label]["state_file_gb"] = round(size / 2**30, 2)
     print(json.dumps(results))
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)

@@ -3,8 +3,13 @@
 For each workload the implementations train the same clients on the same minibatch
 indices, round by round in turns, so that the machine's drift cancels
 (PERFORMANCE.md), and the ratios are taken round by round:
-- vectorised: fedjoule's executor (the hand-batched dense path for MLP/logistic);
+- vectorised: fedjoule's executor (the hand-batched dense path for MLP/logistic;
+  FedAvg's plain SGD steps fused: each layer's gradient goes straight into its weights);
+- vectorised_flat: the same without fusing, through the flat (m, P) gradient, the path
+  of every algorithm with a correction term (FedProx, SCAFFOLD, FedDyn, ...);
 - vmap: the same executor with plain torch.func vmap(grad(loss));
+- compiled (with --compiled): vmap(grad(loss)) through torch.compile; its first
+  round, compilation included, is reported apart;
 - sequential: one nn.Module and torch.optim.SGD per client, client after client
   (what FedScale, FLGo, FedLab and Plato do);
 - big_batch: ONE model trained on all m clients' samples of a step stacked into one
@@ -70,7 +75,7 @@ def sequential_round(model, w0, x, y, batch_idx, lr):
             opt.step()
 
 
-def measure(name, rounds, device):
+def measure(name, rounds, device, compiled=False):
     dataset, model_name, m, steps, batch = WORKLOADS[name]
     section = DatasetSection(name=dataset)
     if dataset == "synthetic":
@@ -89,6 +94,13 @@ def measure(name, rounds, device):
         "vectorised": make_executor("vectorised", model, data, device),
         "vmap": make_executor("vmap", model, data, device),
     }
+    flat = make_executor("vectorised", model, data, device)
+    if flat.fuse:
+        flat.fuse = False
+        executors["vectorised_flat"] = flat
+    if compiled:
+        executors["compiled"] = make_executor("compiled", model, data, device)
+    first_round = {}
     x, y = data.x_train.to(device), data.y_train.to(device)
     loops = {"sequential": sequential_round, "big_batch": big_batch_round}
     times = {k: [] for k in [*executors, *loops]}
@@ -105,6 +117,8 @@ def measure(name, rounds, device):
             _sync(device)
             if r:
                 times[label].append(time.perf_counter() - tic)
+            else:
+                first_round[label] = time.perf_counter() - tic
         for label, loop in loops.items():
             _sync(device)
             tic = time.perf_counter()
@@ -117,12 +131,21 @@ def measure(name, rounds, device):
         f"{a}/{b}": statistics.median(p / q for p, q in zip(times[a], times[b], strict=True))
         for a, b in (
             ("vectorised", "big_batch"),
+            ("vectorised_flat", "big_batch"),
             ("vmap", "big_batch"),
+            ("compiled", "big_batch"),
             ("sequential", "vectorised"),
+            ("sequential", "vectorised_flat"),
         )
         if a in times and b in times
     }
-    return {"workload": name, "rounds": rounds, "seconds_per_round": result, "paired": paired}
+    return {
+        "workload": name,
+        "rounds": rounds,
+        "seconds_per_round": result,
+        "paired": paired,
+        "first_round_s": first_round,
+    }
 
 
 def _sync(device):
@@ -135,6 +158,7 @@ def main():
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--compiled", action="store_true", help="also time torch.compile")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -143,7 +167,7 @@ def main():
         machine += f", {torch.cuda.get_device_name()}"
     results = []
     for name in args.workloads:
-        row = measure(name, args.rounds, device)
+        row = measure(name, args.rounds, device, args.compiled)
         row["machine"] = machine
         print(json.dumps(row), flush=True)
         results.append(row)

@@ -13,6 +13,8 @@ from rich.table import Table
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 
+EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -59,7 +61,8 @@ def run(
         str,
         typer.Option(
             help="vectorised (all clients at once; hand-batched for dense models), vmap "
-            "(plain torch.func vmap, for comparison) or sequential (the reference)."
+            "(plain torch.func vmap, for comparison), compiled (vmap through "
+            "torch.compile: slow to start, for GPUs) or sequential (the reference)."
         ),
     ] = "vectorised",
     resume: Annotated[
@@ -109,8 +112,8 @@ def run(
     if threads:
         torch.set_num_threads(threads)
 
-    if executor not in ("vectorised", "vmap", "sequential"):
-        raise FedjouleError(f"--executor {executor!r}: expected vectorised, vmap or sequential")
+    if executor not in EXECUTORS:
+        raise FedjouleError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     loaded = None if resume else load_scenario(scenario, set_ or [])
     if resume and set_:
         raise FedjouleError("--resume continues a run as it was; --set cannot change it")

@@ -134,6 +134,17 @@ class Algorithm:
             grads.mul_(clip_factor(grads, setup.clip_grad_norm))
         return grads
 
+    def plain_sgd(self, setup: RoundSetup) -> bool:
+        """Whether the local step is plain SGD on the data loss (+ weight decay): no
+        correction, no clipping, `direction` not overridden. The executor may then fuse
+        gradient and update (dense.DenseGradient.descend)."""
+        cls = type(self)
+        return (
+            cls.direction is Algorithm.direction
+            and cls.correction is Algorithm.correction
+            and setup.clip_grad_norm is None
+        )
+
     def after_step(self, k: int, params: torch.Tensor, ctx: Context, active: torch.Tensor) -> None:
         """Hook after local step k (e.g. keep a snapshot); `params` are the new parameters."""
 

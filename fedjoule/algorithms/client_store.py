@@ -4,9 +4,12 @@ Rows are allocated lazily: a client that never trained costs nothing and reads a
 zeros. Only the selected clients' rows travel to the compute device. Past a memory
 budget the store spills: rows live in an append-only file (the run folder's
 `client_state.bin`) and only the most recently used ones stay in memory. A
-checkpoint flushes the rows in memory and records the file's index and length, so
-a resumed run truncates the file to that length and sees exactly the rows of the
-checkpoint. Reads and writes are positioned file I/O rather than a memory map, so
+checkpoint appends the rows changed since the last one and records the file's index
+and length, so a resumed run truncates the file to that length and sees exactly the
+rows of the checkpoint; a checkpoint costs the changed rows, not the whole store.
+When superseded rows fill more than half of the file, the current rows are copied
+into a new file (`client_state-1.bin`, ...), which bounds the file at twice the
+live rows. Reads and writes are positioned file I/O rather than a memory map, so
 the page cache is not charged to the process's resident memory.
 """
 
@@ -38,8 +41,11 @@ class ClientStore:
         self.cache: dict[str, OrderedDict[int, torch.Tensor]] = {n: OrderedDict() for n in names}
         self.dirty: set[tuple[str, int]] = set()
         self.index: dict[str, dict[int, int]] = {n: {} for n in names}  # client -> file offset
-        self.spilling = False
+        self.spilling = False  # rows have been evicted from memory to the file
         self._file = None
+        self._path = self.spill_path  # the current file (a new one after each compaction)
+        self._generation = 0
+        self._superseded: list[Path] = []
 
     # ------------------------------------------------------------------ rows
     def get(self, name: str, client_ids: torch.Tensor, device) -> torch.Tensor:
@@ -80,14 +86,13 @@ class ClientStore:
 
     def _open(self):
         if self._file is None:
-            self._file = open(self.spill_path, "a+b")  # noqa: SIM115 (kept open for the run)
+            self._file = open(self._path, "a+b")  # noqa: SIM115 (kept open for the run)
         return self._file
 
     def _append(self, name: str, k: int, value: torch.Tensor) -> None:
         f = self._open()
-        offset = f.seek(0, os.SEEK_END)
+        self.index[name][k] = f.seek(0, os.SEEK_END)
         f.write(value.numpy().tobytes())
-        self.index[name][k] = offset
         self.dirty.discard((name, k))
 
     def _read(self, offset: int) -> torch.Tensor:
@@ -97,44 +102,100 @@ class ClientStore:
         return torch.from_numpy(np.frombuffer(data, dtype=_numpy_dtype(self.dtype)).copy())
 
     def flush(self) -> None:
-        """Write every changed row in memory to the file (they stay cached)."""
+        """Append every changed row in memory to the file (they stay cached)."""
         for name, k in sorted(self.dirty):
-            f = self._open()
-            offset = f.seek(0, os.SEEK_END)
-            f.write(self.cache[name][k].numpy().tobytes())
-            self.index[name][k] = offset
-        self.dirty.clear()
+            self._append(name, k, self.cache[name][k])
         if self._file is not None:
             self._file.flush()
 
+    @property
+    def file_bytes(self) -> int:
+        return self._open().seek(0, os.SEEK_END) if self.spill_path else 0
+
+    @property
+    def live_bytes(self) -> int:
+        """Bytes of the file's rows that are still current."""
+        return sum(len(i) for i in self.index.values()) * self.row_bytes
+
+    def _compact(self) -> None:
+        """Copy the current rows into a new file (the next generation); the old file stays
+        until the checkpoint that names the new one is saved (`commit`)."""
+        self._generation += 1
+        new_path = _generation_path(self.spill_path, self._generation)
+        rows = sorted((off, name, k) for name, i in self.index.items() for k, off in i.items())
+        index: dict[str, dict[int, int]] = {n: {} for n in self.names}
+        with open(new_path, "wb") as new:
+            for offset, name, k in rows:
+                index[name][k] = new.tell()
+                cached = self.cache[name].get(k)
+                new.write(cached.numpy().tobytes() if cached is not None else self._raw(offset))
+        self.close()
+        self._superseded.append(self._path)
+        self._path, self.index = new_path, index
+
+    def _raw(self, offset: int) -> bytes:
+        return os.pread(self._open().fileno(), self.row_bytes, offset)
+
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
-        if not self.spilling:
+        """Without a file: a copy of every row. With one: the rows changed since the last
+        checkpoint are appended to it and the checkpoint records where each row is and
+        the file's length; when dead rows fill more than half of the file, the current
+        rows are first compacted into a new one."""
+        if self.spill_path is None:
             return {"rows": {n: dict(c) for n, c in self.cache.items()}}
         self.flush()
+        if self.file_bytes > 2 * self.live_bytes:
+            self._compact()
         return {
+            "file": self._path.name,
             "index": {n: dict(i) for n, i in self.index.items()},
-            "length": self._open().seek(0, os.SEEK_END),
+            "length": self.file_bytes,
         }
 
+    def commit(self) -> None:
+        """The checkpoint from the last `state_dict` is saved: older files can go."""
+        for path in self._superseded:
+            path.unlink(missing_ok=True)
+        self._superseded.clear()
+
     def load_state_dict(self, saved: dict) -> None:
+        self.close()
         self.cache = {n: OrderedDict() for n in self.names}
         self.dirty.clear()
+        self.index = {n: {} for n in self.names}
         if "rows" in saved:
             for name, rows in saved["rows"].items():
                 self.cache[name].update(rows)
-            self.index = {n: {} for n in self.names}
-            self.spilling = False
             return
-        self.spilling = True
         self.index = {n: dict(i) for n, i in saved["index"].items()}
-        with open(self.spill_path, "r+b") as f:  # drop rows written after the checkpoint
+        self._path = self.spill_path.with_name(saved.get("file", self.spill_path.name))
+        self._generation = _generation_of(self.spill_path, self._path)
+        for stale in self.spill_path.parent.glob(
+            f"{self.spill_path.stem}*{self.spill_path.suffix}"
+        ):
+            if stale != self._path and _generation_of(self.spill_path, stale) is not None:
+                stale.unlink()  # a later run's files, not named by this checkpoint
+        with open(self._path, "r+b") as f:  # drop rows written after the checkpoint
             f.truncate(saved["length"])
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _generation_path(base: Path, generation: int) -> Path:
+    """client_state.bin, client_state-1.bin, client_state-2.bin, ..."""
+    return base if generation == 0 else base.with_name(f"{base.stem}-{generation}{base.suffix}")
+
+
+def _generation_of(base: Path, path: Path) -> int | None:
+    if path.name == base.name:
+        return 0
+    tail = path.name.removeprefix(f"{base.stem}-").removesuffix(base.suffix)
+    same = path.name.startswith(f"{base.stem}-") and path.name.endswith(base.suffix)
+    return int(tail) if same and tail.isdigit() else None
 
 
 def _numpy_dtype(dtype: torch.dtype):

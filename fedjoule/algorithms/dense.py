@@ -84,10 +84,39 @@ class DenseGradient:
     def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(m, P) gradients of mean cross-entropy at `params` (m, P) on batches x (m, B, ...).
         The returned buffer is reused two calls later."""
-        m, batch = x.shape[:2]
-        ws = self._workspace(m, batch, params)
+        ws = self._workspace(*x.shape[:2], params)
         self._flip ^= 1
         out = ws["out"][self._flip]
+
+        def keep(layer, weight, dw, db):
+            out[:, layer.weight] = dw.view(len(out), -1)
+            out[:, layer.bias] = db
+
+        self._backward(params, x, y, ws, keep)
+        return out
+
+    def descend(
+        self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lr: float, decay: float
+    ) -> None:
+        """One plain SGD step in place, params -= lr (gradient + decay params), without the
+        flat gradient: each layer's gradient is subtracted from its weights as soon as it
+        is known (after its weights have served the backward pass)."""
+        ws = self._workspace(*x.shape[:2], params)
+
+        def step(layer, weight, dw, db):
+            bias = params[:, layer.bias]
+            if decay:
+                weight.mul_(1 - lr * decay)
+                bias.mul_(1 - lr * decay)
+            weight.sub_(dw, alpha=lr)
+            bias.sub_(db, alpha=lr)
+
+        self._backward(params, x, y, ws, step)
+
+    def _backward(self, params, x, y, ws, sink) -> None:
+        """Forward and backward passes; `sink(layer, weight, dw, db)` receives each layer's
+        gradients, last layer first, once the layer's weights are no longer needed."""
+        m, batch = x.shape[:2]
         h, inputs, weights = x.reshape(m, batch, -1), [], []
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):  # forward: z = h W^T + b, a = relu(z)
@@ -106,9 +135,8 @@ class DenseGradient:
         for i in range(last, -1, -1):  # backward
             layer = self.layers[i]
             torch.bmm(dz.transpose(1, 2), inputs[i], out=ws["dw"][i])
-            out[:, layer.weight] = ws["dw"][i].view(m, -1)
-            out[:, layer.bias] = dz.sum(dim=1)
+            db = dz.sum(dim=1)
             if i:
                 torch.bmm(dz, weights[i], out=ws["dh"][i - 1])
                 dz = torch.mul(ws["dh"][i - 1], ws["z"][i - 1] > 0, out=ws["dz"][i - 1])
-        return out
+            sink(layer, weights[i], ws["dw"][i], db)

@@ -81,7 +81,10 @@ class VectorisedExecutor:
     batched gradient (dense.DenseGradient for MLPs and logistic regression).
     `memory_budget_mb` bounds the working memory of one batched computation: when the
     selected clients' stacked parameters, gradients and activations would exceed it,
-    they are trained in chunks (they are independent during local training)."""
+    they are trained in chunks (they are independent during local training).
+    `fuse`: when the algorithm's local step is plain SGD (Algorithm.plain_sgd) and the
+    fast gradient can take the step itself (DenseGradient.descend), each layer's
+    gradient goes straight into its weights, without the flat (m, P) gradient."""
 
     def __init__(
         self,
@@ -91,6 +94,7 @@ class VectorisedExecutor:
         device: torch.device,
         fast_grad: Callable | None = None,
         memory_budget_mb: float = 1024,
+        fuse: bool = True,
     ):
         self.device = device
         self.x = x.to(device)
@@ -98,6 +102,7 @@ class VectorisedExecutor:
         self.batched_grad = fast_grad or vmap(grad(loss))
         self.batched_loss = vmap(loss, in_dims=(None, 0, 0))
         self.memory_budget_mb = memory_budget_mb
+        self.fuse = fuse and hasattr(self.batched_grad, "descend")
 
     def chunk_size(self, n_params: int, batch: int) -> int:
         """Clients per batched computation within the memory budget: per client about six
@@ -139,6 +144,7 @@ class VectorisedExecutor:
         params = start_params(ctx, m)
         steps = setup.steps.to(self.device)
         all_active = int(steps.min())  # before this step every client is still training
+        fused = self.fuse and algorithm.plain_sgd(setup)
         xb = torch.empty((m * batch, *self.x.shape[1:]), dtype=self.x.dtype, device=self.device)
         yb = torch.empty(m * batch, dtype=self.y.dtype, device=self.device)
         for k in range(n_steps):
@@ -147,6 +153,10 @@ class VectorisedExecutor:
             torch.index_select(self.y, 0, idx, out=yb)
             x_k, y_k = xb.view(m, batch, *self.x.shape[1:]), yb.view(m, batch)
             active = (steps > k).to(params.dtype)[:, None]
+            if fused and k < all_active:  # the same step without the flat gradient
+                self.batched_grad.descend(params, x_k, y_k, setup.lr, setup.weight_decay)
+                algorithm.after_step(k, params, ctx, active)
+                continue
             direction = algorithm.direction(
                 k, params, lambda p, x=x_k, y=y_k: self.batched_grad(p, x, y), ctx, setup, active
             )

@@ -73,7 +73,7 @@ def tensor_cache_path(name: str, root: pathlib.Path) -> pathlib.Path | None:
     files = [p for p in sorted(top.rglob("*")) if p.is_file()] if top.is_dir() else [top]
     stamp = [(str(p.relative_to(root)), p.stat().st_size, int(p.stat().st_mtime)) for p in files]
     key = hashlib.sha256(repr((name, str(root.resolve()), stamp)).encode()).hexdigest()[:16]
-    return _user_cache() / "tensors" / f"{name}-{key}.pt"
+    return _user_cache() / "tensors" / f"{name}-{key}-uint8.pt"
 
 
 def _open(name: str, root: pathlib.Path, train: bool, download: bool):
@@ -151,8 +151,9 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
 
     Images are float32 (n, C, H, W), normalised with the dataset's standard mean/std;
     labels are int64. Results are cached per (name, root) in memory (treat them as
-    read-only) and as a tensor file in the user cache folder, so that later runs skip
-    torchvision's import and decoding; the first load always goes through torchvision.
+    read-only), and the decoded uint8 images as a tensor file in the user cache folder,
+    so that later runs skip torchvision's import and decoding; the first load always
+    goes through torchvision.
     """
     if name not in VISION_DATASETS:
         raise FedjouleError(
@@ -163,10 +164,24 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
     if key in _CACHE:
         return _CACHE[key]
     cached = tensor_cache_path(name, root)
-    if cached is not None and cached.exists():
-        result = tuple(torch.load(cached, weights_only=True))
-        _CACHE[key] = result
-        return result
+    if cached is not None and cached.exists():  # raw uint8 images: 4x less to read
+        raw = torch.load(cached, weights_only=True)
+    else:
+        raw = []
+        for train in (True, False):
+            raw += _images_and_labels(name, _open_or_fail(name, root, train, download))
+        cached = tensor_cache_path(name, root)  # after a download the files exist now
+        if cached is not None:
+            try:  # best effort: a read-only home only costs the next run the decoding
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+                torch.save([t.contiguous() for t in raw], tmp)
+                os.replace(tmp, cached)
+            except OSError:
+                pass
+    result: Tensors = (_normalise(name, raw[0]), raw[1], _normalise(name, raw[2]), raw[3])
+    _CACHE[key] = result
+    return result
     splits = []
     for train in (True, False):
         ds = _open_or_fail(name, root, train, download)

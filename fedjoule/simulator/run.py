@@ -88,6 +88,7 @@ def run_scenario(
         tmp = out / (CHECKPOINT + ".tmp")
         torch.save(sim.state_dict(), tmp)
         os.replace(tmp, out / CHECKPOINT)
+        sim.store.commit()  # client-state files the new checkpoint no longer names go
         if on_round:
             on_round(row)
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.func import grad, vmap
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
@@ -110,10 +111,13 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
     """`vectorised`: all clients in one step loop, with the fastest gradient for the model
     and device (hand-batched for dense models; client by client for convolutional
     models on a CPU; vmap otherwise); `vmap`: plain vmap(grad), for comparison;
-    `sequential`: the reference."""
+    `compiled`: vmap(grad) through torch.compile (opt-in: on this project's CPU it does
+    not pay, benchmarks/RESULTS.md); `sequential`: the reference."""
     if kind == "sequential":
         return SequentialExecutor(model.loss, data.x_train, data.y_train, device)
     fast = None
+    if kind == "compiled":
+        fast = torch.compile(vmap(grad(model.loss)))
     if kind == "vectorised":
         fast = DenseGradient.build(model)
         has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())

@@ -40,6 +40,48 @@ def test_a_checkpoint_survives_rows_written_after_it(tmp_path):
     assert torch.equal(rows, torch.cat([torch.ones(2, 10), torch.zeros(1, 10)]))
 
 
+def test_a_checkpoint_writes_only_the_changed_rows(tmp_path):
+    """In memory (no budget), a checkpoint appends the rows set since the last one."""
+    store = ClientStore(("c", "h"), 10, spill_path=tmp_path / "s.bin")
+    store.set("c", torch.tensor([1, 2, 5]), torch.ones(3, 10))
+    store.state_dict()
+    assert store.file_bytes == 3 * 40
+    store.set("h", torch.tensor([2]), torch.ones(1, 10))
+    saved = store.state_dict()
+    assert store.file_bytes == 4 * 40 and saved["length"] == 4 * 40
+    assert not store.spilling  # every row is still in memory too
+    store.close()
+    again = ClientStore(("c", "h"), 10, spill_path=tmp_path / "s.bin")
+    again.load_state_dict(saved)
+    assert torch.equal(again.get("c", torch.tensor([5, 3]), "cpu").sum(1), torch.tensor([10.0, 0]))
+    assert torch.equal(again.get("h", torch.tensor([2]), "cpu"), torch.ones(1, 10))
+
+
+def test_compaction_bounds_the_file_and_keeps_old_checkpoints_valid(tmp_path):
+    base = tmp_path / "s.bin"
+    store = ClientStore(("c",), 10, spill_path=base)
+    checkpoints = []
+    for step in range(8):  # the same 3 clients rewritten: most of the file goes stale
+        store.set("c", torch.tensor([0, 1, 2]), torch.full((3, 10), float(step)))
+        checkpoints.append(store.state_dict())
+        assert store.file_bytes <= 2 * store.live_bytes == 2 * 3 * 40
+        if step < 6:
+            store.commit()
+    # compactions at steps 2, 4 and 6 (file 3 rows long: 9 rows > 2 x 3); the last one's
+    # old file waits for its commit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s-2.bin", "s-3.bin"]
+    assert [c["file"] for c in checkpoints] == ["s.bin"] * 2 + ["s-1.bin"] * 2 + ["s-2.bin"] * 2 + [
+        "s-3.bin"
+    ] * 2
+    store.close()
+    # the checkpoint saved before the uncommitted compaction still reads its own rows,
+    # and the newer file it does not name is removed
+    again = ClientStore(("c",), 10, spill_path=base)
+    again.load_state_dict(checkpoints[5])
+    assert torch.equal(again.get("c", torch.tensor([1]), "cpu"), torch.full((1, 10), 5.0))
+    assert [p.name for p in tmp_path.iterdir()] == [checkpoints[5]["file"]]
+
+
 def rounds(path):
     with open(path) as f:
         return [{k: v for k, v in r.items() if k != "wall_time_s"} for r in csv.DictReader(f)]

@@ -54,3 +54,32 @@ def test_loop_gradient_equals_vmap_grad_for_a_cnn():
     assert torch.allclose(first, expected, atol=1e-6, rtol=1e-5)
     loop(params * 0.5, x, y)
     assert torch.allclose(loop(params, x, y), first)  # alternating buffers
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.01])
+def test_fused_descend_equals_gradient_then_step(decay):
+    """descend() (FedAvg-like steps without the flat gradient) = params - lr (g + decay params)."""
+    model, w0 = build_model(ModelSection(name="mlp", hidden=[20, 12]), (24,), 5, seed=0)
+    gen = torch.Generator().manual_seed(2)
+    m, batch, lr = 6, 8, 0.3
+    params = w0 + 0.1 * torch.randn(m, w0.numel(), generator=gen)
+    x = torch.randn(m, batch, 24, generator=gen)
+    y = torch.randint(0, 5, (m, batch), generator=gen)
+    expected = params - lr * (vmap(grad(model.loss))(params, x, y) + decay * params)
+    fast = DenseGradient.build(model)
+    fast.descend(params, x, y, lr, decay)
+    assert torch.allclose(params, expected, atol=1e-6, rtol=1e-5)
+    assert not torch.allclose(params, w0)
+
+
+def test_only_plain_sgd_algorithms_are_fused():
+    from fedjoule.algorithms.base import RoundSetup
+    from fedjoule.algorithms.registry import ALGORITHMS, build_algorithm
+
+    setup = RoundSetup(0.1, torch.full((2,), 3), 0)
+    clipped = RoundSetup(0.1, torch.full((2,), 3), 0, clip_grad_norm=1.0)
+    plain = {"fedavg", "drfa", "foolsgold"}  # the others add a correction or own the step
+    for name, (_, config) in ALGORITHMS.items():
+        algorithm = build_algorithm(config(), 4, torch.ones(4))
+        assert algorithm.plain_sgd(setup) == (name in plain), name
+        assert not algorithm.plain_sgd(clipped)

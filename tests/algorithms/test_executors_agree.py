@@ -37,9 +37,13 @@ MNIST_SMALL = [
 
 
 @needs_data
-@pytest.mark.parametrize("algorithm", ["fedavg", "fedprox"])
-def test_three_rounds_on_mnist_with_partial_participation(algorithm):
-    scenario = load_scenario("default", MNIST_SMALL + [f"algorithm.name={algorithm}"])
+@pytest.mark.parametrize(
+    ("algorithm", "clip"),
+    [("fedavg", "10"), ("fedprox", "10"), ("fedavg", "null")],  # unclipped FedAvg: fused steps
+)
+def test_three_rounds_on_mnist_with_partial_participation(algorithm, clip):
+    overrides = [f"algorithm.name={algorithm}", f"training.clip_grad_norm={clip}"]
+    scenario = load_scenario("default", MNIST_SMALL + overrides)
     finals = {}
     for kind in ("vectorised", "sequential"):
         sim = Simulation(build_world(scenario, device="cpu", executor=kind))
@@ -106,3 +110,15 @@ def test_chunked_training_equals_one_batch(name):
         sim.run(2, lambda row: None)
         finals[label] = sim.state["w"]
     assert torch.allclose(finals["one"], finals["chunks"], atol=1e-6)
+
+
+def test_compiled_executor_equals_the_reference():
+    """--executor compiled (torch.compile of vmap(grad)) trains to the same model."""
+    scenario = load_scenario("default", ["training.rounds=2", "population.size=20"])
+    finals = {}
+    for kind in ("compiled", "sequential"):
+        sim = Simulation(build_world(scenario, device="cpu", executor=kind))
+        sim.run(2, lambda row: None)
+        finals[kind] = sim.state["w"]
+    assert (finals["compiled"] - finals["sequential"]).abs().max().item() < 1e-5
+    assert (finals["compiled"] - sim.world.w0).abs().max().item() > 1e-2
