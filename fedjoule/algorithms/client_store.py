@@ -142,7 +142,7 @@ class ClientStore:
         checkpoint are appended to it and the checkpoint records where each row is and
         the file's length; when dead rows fill more than half of the file, the current
         rows are first compacted into a new one."""
-        if self.spill_path is None:
+        if self.spill_path is None or not self.names:  # (no file for stateless algorithms)
             return {"rows": {n: dict(c) for n, c in self.cache.items()}}
         self.flush()
         if self.file_bytes > 2 * self.live_bytes:
@@ -176,7 +176,7 @@ class ClientStore:
         ):
             if stale != self._path and _generation_of(self.spill_path, stale) is not None:
                 stale.unlink()  # a later run's files, not named by this checkpoint
-        with open(self._path, "r+b") as f:  # drop rows written after the checkpoint
+        with open(self._path, "ab") as f:  # drop rows written after the checkpoint
             f.truncate(saved["length"])
 
     def close(self) -> None:
