@@ -12,6 +12,7 @@ from rich.table import Table
 
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
+from fedjoule.folders import stamped_folder
 
 EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
 
@@ -22,6 +23,11 @@ app = typer.Typer(
 )
 console = Console()
 errors = Console(stderr=True)
+
+
+def scenario_label(scenario: str) -> str:
+    """A built-in scenario's name, or a YAML file's stem."""
+    return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
 
 
 def progress_bar(quiet: bool) -> Progress:
@@ -41,6 +47,41 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
 ]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
+]
+# the options of commands that run many scenarios (sweep, plan): planning.sweep.SweepOptions
+BackendOption = Annotated[
+    str, typer.Option(help="Where runs execute: local (a process pool on this machine) or ray.")
+]
+AddressOption = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Runs at once (default: local, cores // threads-per-run; ray, as many as the "
+        "cluster's resources allow).",
+    ),
+]
+ThreadsPerRunOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
+        "backends and restarts for the same value.",
+    ),
+]
+ManyDeviceOption = Annotated[
+    str,
+    typer.Option(
+        help="auto (CUDA if present), cpu or cuda; with ray, each run asks for one GPU "
+        "when cuda (auto: when the cluster has GPUs)."
+    ),
+]
 
 
 @app.command()
@@ -53,10 +94,7 @@ def run(
     ] = None,
     set_: SetOption = None,
     device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
-    ] = None,
+    data_dir: DataDirOption = None,
     executor: Annotated[
         str,
         typer.Option(
@@ -161,7 +199,7 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
     if resume:
         raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
     loaded = load_scenario(scenario, set_)
-    progress = _progress(quiet)
+    progress = progress_bar(quiet)
     task = None
 
     def on_start(world, chosen: str, notices: list[str]) -> None:
@@ -184,10 +222,6 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
         )
     print_summary(summary)
     console.print(f"results in [bold]{out_dir}[/]")
-
-
-def _progress(quiet: bool) -> Progress:
-    return progress_bar(quiet)
 
 
 def print_summary(summary: dict) -> None:
@@ -229,21 +263,9 @@ def sweep(
         ),
     ],
     set_: SetOption = None,
-    backend: Annotated[
-        str, typer.Option(help="local (a process pool on this machine) or ray.")
-    ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Runs at once (default: local, cores // threads-per-run; ray, as many as the "
-            "cluster's resources allow).",
-        ),
-    ] = None,
+    backend: BackendOption = "local",
+    address: AddressOption = None,
+    workers: WorkersOption = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -251,32 +273,15 @@ def sweep(
             "restart an interrupted sweep."
         ),
     ] = None,
-    threads_per_run: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
-            "backends and restarts for the same value.",
-        ),
-    ] = 1,
-    device: Annotated[
-        str,
-        typer.Option(
-            help="auto (CUDA if present), cpu or cuda; with ray, each run asks for one GPU "
-            "when cuda (auto: when the cluster has GPUs)."
-        ),
-    ] = "auto",
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
-    ] = None,
+    threads_per_run: ThreadsPerRunOption = 1,
+    device: ManyDeviceOption = "auto",
+    data_dir: DataDirOption = None,
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
     and Pareto plots. Finished runs are skipped and partial ones resumed on a restart."""
-    import time
 
     from fedjoule.planning.pareto import Objective
     from fedjoule.planning.sweep import SweepOptions, run_sweep
@@ -291,8 +296,7 @@ def sweep(
         data_dir=str(data_dir) if data_dir else None,
         objective=Objective(pareto_accuracy, pareto_to_target),
     )
-    name = Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
-    out = out or Path("sweeps") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = out or stamped_folder("sweeps", scenario_label(scenario))
     progress = progress_bar(quiet)
     task = None
 
@@ -383,7 +387,6 @@ def capacity(
     and per device class, battery drain per day, and the largest clients_per_round (or the
     smallest uplink bandwidth) meeting a round deadline and a per-device energy budget.
     Writes capacity.csv (every candidate) and capacity.json."""
-    import time
 
     from fedjoule.planning.capacity import plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
@@ -391,9 +394,9 @@ def capacity(
     from fedjoule.simulator.system_world import build_system_world
 
     loaded = load_scenario(scenario, set_ or [])
-    folder = out or Path("runs") / f"{loaded.name}-capacity-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = out or stamped_folder("runs", f"{loaded.name}-capacity")
     world = build_system_world(loaded)
-    progress = _progress(quiet)
+    progress = progress_bar(quiet)
     with progress:
         task = progress.add_task("candidates", total=None, status="")
 
@@ -466,32 +469,18 @@ def plan(
             "learning runs of an interrupted plan."
         ),
     ] = None,
-    backend: Annotated[
-        str, typer.Option(help="Where learning runs execute: local (process pool) or ray.")
-    ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(min=1, help="Learning runs at once (default: cores // threads-per-run)."),
-    ] = None,
-    threads_per_run: Annotated[
-        int, typer.Option(min=1, help="Torch threads (and Ray CPUs) per learning run.")
-    ] = 1,
-    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
-    ] = None,
+    backend: BackendOption = "local",
+    address: AddressOption = None,
+    workers: WorkersOption = None,
+    threads_per_run: ThreadsPerRunOption = 1,
+    device: ManyDeviceOption = "auto",
+    data_dir: DataDirOption = None,
 ) -> None:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
     One learning run per K prices the whole grid when the channel cannot change who takes
     part; otherwise every (K, cell) runs. Writes plan.csv, plan.json, kstar_heatmap.png and
     energy_vs_k.png."""
-    import time
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
     from fedjoule.planning.sweep import SweepOptions
@@ -514,8 +503,7 @@ def plan(
             data_dir=str(data_dir) if data_dir else None,
         ),
     )
-    name = Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
-    folder = out or Path("plans") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = out or stamped_folder("plans", scenario_label(scenario))
     result = run_plan(scenario, folder, set_ or [], options, say=console.print)
     table = Table(title=f"K* per cell ({result.method})")
     for column in ("SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"):

@@ -2,7 +2,6 @@
 table of their summaries with the Pareto fronts marked (`fedjoule report`)."""
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from fedjoule.errors import FedjouleError  # noqa: E402
+from fedjoule.folders import stamped_folder
 from fedjoule.planning import pareto  # noqa: E402
 from fedjoule.planning.sweep import SWEEP_JSON  # noqa: E402
 from fedjoule.report.plots import ACCURACY_AXES  # noqa: E402
@@ -30,7 +30,7 @@ class Comparison:
 
 
 def default_report_dir() -> Path:
-    return Path("reports") / time.strftime("%Y%m%d-%H%M%S")
+    return stamped_folder("reports")
 
 
 def expand_run_dirs(paths: list[Path]) -> list[Path]:

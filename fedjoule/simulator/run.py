@@ -1,7 +1,6 @@
 """A run's folder: resolved scenario, results written as rounds finish, checkpoint, resume."""
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import torch
 from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError
+from fedjoule.folders import stamped_folder
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, write_clients, write_json
 from fedjoule.report.timeline import append_events, plot_timeline, truncate_events
@@ -20,10 +20,6 @@ from fedjoule.simulator.world import World, build_world
 
 CHECKPOINT = "checkpoint.pt"
 EVENTS = "events.jsonl"
-
-
-def default_out_dir(scenario: Scenario) -> Path:
-    return Path("runs") / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def run_scenario(
@@ -54,7 +50,7 @@ def run_scenario(
         scenario = load_scenario(out / "scenario.yaml")
     else:
         assert scenario is not None
-        out = Path(out_dir) if out_dir else default_out_dir(scenario)
+        out = Path(out_dir) if out_dir else stamped_folder("runs", scenario.name)
         if (out / "rounds.csv").exists():
             raise FedjouleError(
                 f"{out} already holds a run; resume it with --resume, or choose another --out"

@@ -13,6 +13,7 @@ from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError
+from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
@@ -67,11 +68,7 @@ def run_system(
 ) -> tuple[Path, dict]:
     """Run a scenario without training into `out_dir`; returns the folder and the summary."""
     engine, notices = choose_engine(scenario, engine)
-    out = (
-        Path(out_dir)
-        if out_dir
-        else Path("runs") / (f"{scenario.name}-system-{time.strftime('%Y%m%d-%H%M%S')}")
-    )
+    out = Path(out_dir) if out_dir else stamped_folder("runs", f"{scenario.name}-system")
     if (out / "rounds.csv").exists():
         raise FedjouleError(f"{out} already holds a run; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
