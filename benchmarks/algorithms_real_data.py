@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import torch
+from record import save_results  # benchmarks/record.py
 
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.run import run_scenario
@@ -118,14 +119,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    results_dir = Path(__file__).parent / "results"
-    results_dir.mkdir(exist_ok=True)
     if args.part in ("mnist", "all"):
         results = run_part(MNIST, MNIST_ALGORITHMS, args.max_rounds, args.out, "mnist")
-        (results_dir / "algorithms-mnist.json").write_text(json.dumps(results, indent=1))
+        save_results("algorithms-mnist", results)
     if args.part in ("fashion", "all"):
         results = run_part(FASHION, FASHION_ALGORITHMS, args.fashion_rounds, args.out, "fashion")
-        (results_dir / "algorithms-fashion.json").write_text(json.dumps(results, indent=1))
+        save_results("algorithms-fashion", results)
 
 
 if __name__ == "__main__":

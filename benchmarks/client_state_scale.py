@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from record import save_results  # benchmarks/record.py
+
 SCENARIO = [
     "algorithm.name=scaffold",
     "dataset.name=mnist",
@@ -100,9 +102,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in (args.out / label).glob("client_state*.bin"))
         results[label]["state_file_gb"] = round(size / 2**30, 2)
     print(json.dumps(results))
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "client-state-scale.json").write_text(json.dumps(results, indent=1))
+    save_results("client-state-scale", results)
 
 
 if __name__ == "__main__":

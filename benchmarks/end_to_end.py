@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from record import save_results  # benchmarks/record.py
+
 FLOWER_20_ROUNDS_S = (15 + 20 * 0.65, 19 + 20 * 0.95)  # PERFORMANCE.md
 COMMAND = [
     sys.executable,
@@ -55,9 +57,7 @@ def main(repeats: int = 3) -> None:
         "speedup_vs_flower": [round(f / ours, 2) for f in FLOWER_20_ROUNDS_S],
     }
     print(json.dumps(result))
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "end-to-end.json").write_text(json.dumps(result, indent=1))
+    save_results("end-to-end", result)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from record import RESULTS, save_results  # benchmarks/record.py
 
 from fedjoule.algorithms.base import RoundSetup
 from fedjoule.algorithms.executor import minibatch_indices
@@ -159,7 +160,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--compiled", action="store_true", help="also time torch.compile")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     device = torch.device(args.device)
     machine = f"{platform.machine()} {torch.get_num_threads()} threads, torch {torch.__version__}"
@@ -171,8 +172,7 @@ def main():
         row["machine"] = machine
         print(json.dumps(row), flush=True)
         results.append(row)
-    args.out.mkdir(exist_ok=True)
-    (args.out / f"executor-{device.type}.json").write_text(json.dumps(results, indent=1))
+    save_results(f"executor-{device.type}", results, args.out)
 
 
 if __name__ == "__main__":

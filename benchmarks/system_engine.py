@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from record import save_results  # benchmarks/record.py
+
 SCENARIO = ["--set", "training.clients_per_round=100"]
 
 
@@ -52,6 +54,7 @@ def main() -> None:
         kind, n = sys.argv[1], int(sys.argv[2])
         print(json.dumps(one_run(n, 100) if kind == "run" else capacity_run(n)))
         return
+    results = []
     for kind, n in [("run", 10_000), ("run", 100_000), ("run", 1_000_000), ("capacity", 100_000)]:
         line = (
             subprocess.run(
@@ -61,6 +64,7 @@ def main() -> None:
             .splitlines()[-1]
         )
         r = json.loads(line)
+        results.append({"kind": kind, **r})
         if kind == "run":
             print(
                 f"system engine {n:>9,} devices x {r['rounds']} rounds: run {r['run_s']:.2f} s "
@@ -73,6 +77,7 @@ def main() -> None:
                 f"{r['candidates']} candidates (answer m={r['answer']}), peak RSS "
                 f"{r['peak_rss_gb']:.2f} GB"
             )
+    save_results("system-engine", results)
 
 
 if __name__ == "__main__":
