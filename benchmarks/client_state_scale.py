@@ -93,8 +93,10 @@ def main() -> None:
 
     import torch
 
+    from fedjoule.simulator.checkpoint import read_checkpoint
+
     w = {
-        k: torch.load(args.out / k / "checkpoint.pt", weights_only=False)["state"]["w"]
+        k: read_checkpoint(args.out / k / "checkpoint.pt")["simulation"]["state"]["w"]
         for k in results
     }
     results["final_models_equal"] = bool(torch.equal(w["spilling"], w["in_memory"]))

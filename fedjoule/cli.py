@@ -1,18 +1,22 @@
 """The `fedjoule` command line: thin; parses, calls the packages, prints."""
 
+import signal
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
-from fedjoule.folders import stamped_folder
+from fedjoule.folders import check_out_folder, stamped_folder
 
 EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
 
@@ -21,8 +25,74 @@ app = typer.Typer(
     no_args_is_help=True,
     help="fedjoule: energy-aware wireless federated-learning simulator.",
 )
-console = Console()
-errors = Console(stderr=True)
+# User text (scenario names, descriptions, paths, messages) is printed literally: no rich
+# markup, no :emoji: codes, no highlighting; styles are given as Text and style= instead.
+console = Console(markup=False, emoji=False, highlight=False)
+errors = Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+def bold(text: object) -> Text:
+    return Text(str(text), style="bold")
+
+
+MESSAGE_LINES, MESSAGE_CHARS = 60, 8000  # the most of one error message printed
+
+
+def error(message: str) -> None:
+    """`error: message` on stderr, literally and unwrapped, capped in length."""
+    lines = message.splitlines() or [""]
+    if len(lines) > MESSAGE_LINES:
+        more = len(lines) - MESSAGE_LINES + 1
+        lines = [*lines[: MESSAGE_LINES - 1], f"... and {more} more lines"]
+    text = "\n".join(lines)
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS] + f" ... ({len(text) - MESSAGE_CHARS} more characters)"
+    errors.print(Text.assemble(("error:", "bold red"), " ", text), soft_wrap=True)
+
+
+def internal_error(exc: Exception) -> int:
+    """A bug, not a mistake of the user's: one message, the traceback saved to a file
+    (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    if os.environ.get("FEDJOULE_DEBUG"):
+        raise exc
+    path = Path(tempfile.gettempdir()) / f"fedjoule-error-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+    detail = "".join(traceback.format_exception(exc))
+    try:
+        path.write_text(f"fedjoule {__version__}\n{' '.join(sys.argv)}\n\n{detail}")
+        where = f"the traceback is in {path}"
+    except OSError:
+        where = "run again with FEDJOULE_DEBUG=1 for the traceback"
+    error(
+        f"internal error (a bug in fedjoule, please report it): {type(exc).__name__}: "
+        f"{str(exc)[:300]}; {where}"
+    )
+    return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that a command unwinds as on Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+@contextmanager
+def stop_message(message: Callable[[], str]) -> Iterator[None]:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143) inside: print `message()`, no traceback."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        errors.print(message(), soft_wrap=True)
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def scenario_label(scenario: str) -> str:
@@ -33,10 +103,10 @@ def scenario_label(scenario: str) -> str:
 def progress_bar(quiet: bool) -> Progress:
     """The bar of long commands: description, bar, done/total, a status field, time."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
+        TextColumn("{task.fields[status]}", markup=False),
         TimeElapsedColumn(),
         console=console,
         disable=quiet,
@@ -146,37 +216,62 @@ def run(
 
     from fedjoule.scenarios.loading import load_scenario
     from fedjoule.simulator.run import run_scenario
+    from fedjoule.simulator.world import pick_device
 
-    if threads:
-        torch.set_num_threads(threads)
-
+    # everything is checked before anything is created
     if executor not in EXECUTORS:
         raise FedjouleError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    loaded = None if resume else load_scenario(scenario, set_ or [])
     if resume and set_:
         raise FedjouleError("--resume continues a run as it was; --set cannot change it")
+    if resume and out is None:
+        raise FedjouleError("--resume needs the run folder to continue: --out DIR")
+    loaded = None if resume else load_scenario(scenario, set_ or [])
+    pick_device(device)
+    if loaded is not None:
+        print_warnings(loaded)
+    out = out or stamped_folder("runs", loaded.name)
+    check_out_folder(out)
+    if threads:
+        torch.set_num_threads(threads)
     progress = progress_bar(quiet)
     task = None
+    finished: int | None = None  # the last round whose results and checkpoint are on disk
 
     def on_start(world, first_round: int) -> None:
-        nonlocal task
+        nonlocal task, finished
         name = world.scenario.name
         console.print(
-            f"[bold]{name}[/]: {world.scenario.population.size} clients, "
-            f"{world.scenario.algorithm.name}, model {world.scenario.model.name} "
-            f"({world.model.n_params:,} parameters) on {world.device}"
+            Text.assemble(
+                bold(name),
+                f": {world.scenario.population.size} clients, "
+                f"{world.scenario.algorithm.name}, model {world.scenario.model.name} "
+                f"({world.model.n_params:,} parameters) on {world.device}",
+            ),
+            soft_wrap=True,
         )
         task = progress.add_task(
             name, total=world.scenario.training.rounds, completed=first_round, status=""
         )
+        finished = first_round - 1 if first_round else None
 
     def on_round(row: dict) -> None:
+        nonlocal finished
+        finished = row["round"]
         status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
         if row.get("accuracy") is not None:
             status += f"  acc {row['accuracy']:.3f}"
         progress.update(task, advance=1, status=status)
 
-    with progress:
+    def stopped() -> str:
+        if not (out / "scenario.yaml").exists():
+            return "interrupted before the run started; nothing was written"
+        if finished is not None:
+            when = f" after round {finished}"
+        else:
+            when = "" if resume else " before the first round finished"
+        return f"interrupted{when}; continue with: fedjoule run --resume --out {out}"
+
+    with stop_message(stopped), progress:
         out_dir, summary = run_scenario(
             loaded,
             out,
@@ -184,11 +279,12 @@ def run(
             device=device,
             executor=executor,
             resume=resume,
+            state_memory_mb=state_memory_mb,
             on_start=on_start,
             on_round=on_round,
         )
     print_summary(summary)
-    console.print(f"results in [bold]{out_dir}[/]")
+    console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
@@ -199,16 +295,23 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
     if resume:
         raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
     loaded = load_scenario(scenario, set_)
+    print_warnings(loaded)
+    out = out or stamped_folder("runs", f"{loaded.name}-system")
+    check_out_folder(out)
     progress = progress_bar(quiet)
     task = None
 
     def on_start(world, chosen: str, notices: list[str]) -> None:
         nonlocal task
         for notice in notices:
-            errors.print(f"[yellow]notice:[/] {escape(notice)}", highlight=False)
+            errors.print(Text.assemble(("notice:", "yellow"), " ", notice), soft_wrap=True)
         console.print(
-            f"[bold]{loaded.name}[/]: {loaded.population.size:,} clients, no training, "
-            f"{chosen} engine, model {loaded.model.name} ({world.n_params:,} parameters)"
+            Text.assemble(
+                bold(loaded.name),
+                f": {loaded.population.size:,} clients, no training, {chosen} engine, "
+                f"model {loaded.model.name} ({world.n_params:,} parameters)",
+            ),
+            soft_wrap=True,
         )
         task = progress.add_task(loaded.name, total=loaded.training.rounds, status="")
 
@@ -216,12 +319,23 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
         status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
         progress.update(task, advance=1, status=status)
 
-    with progress:
+    def stopped() -> str:
+        return f"interrupted; a --no-train run cannot be continued (rounds so far in {out})"
+
+    with stop_message(stopped), progress:
         out_dir, summary = run_system(
             loaded, out, engine=engine, on_start=on_start, on_round=on_round
         )
     print_summary(summary)
-    console.print(f"results in [bold]{out_dir}[/]")
+    console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+
+
+def print_warnings(scenario) -> None:
+    """Legal values that are almost surely unit slips (saved in the run folder too)."""
+    from fedjoule.scenarios.plausibility import plausibility_warnings
+
+    for warning in plausibility_warnings(scenario):
+        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
 
 
 def print_summary(summary: dict) -> None:
@@ -297,6 +411,7 @@ def sweep(
         objective=Objective(pareto_accuracy, pareto_to_target),
     )
     out = out or stamped_folder("sweeps", scenario_label(scenario))
+    check_out_folder(out)
     progress = progress_bar(quiet)
     task = None
 
@@ -305,24 +420,28 @@ def sweep(
         done = sum(s == "done" for s in states.values())
         partial = sum(s == "partial" for s in states.values())
         console.print(
-            f"[bold]sweep[/] {len(points)} runs on {backend}: {done} finished (skipped), "
-            f"{partial} to resume, {len(points) - done - partial} to start; folder {out}"
+            Text.assemble(
+                bold("sweep"),
+                f" {len(points)} runs on {backend}: {done} finished (skipped), "
+                f"{partial} to resume, {len(points) - done - partial} to start; folder {out}",
+            ),
+            soft_wrap=True,
         )
         task = progress.add_task("runs", total=len(points), completed=done, status="")
 
     def on_run(run_name: str, status: str) -> None:
         progress.update(task, advance=1, status=f"{run_name} {status}")
 
-    try:
-        with progress:
-            result = run_sweep(
-                scenario, grid, out, set_ or [], options, on_plan=on_plan, on_run=on_run
-            )
-    except KeyboardInterrupt:
-        errors.print(f"interrupted; run the same command with --out {out} to finish the sweep")
-        raise typer.Exit(130) from None
+    def stopped() -> str:
+        return f"interrupted; run the same command with --out {out} to finish the sweep"
+
+    with stop_message(stopped), progress:
+        result = run_sweep(scenario, grid, out, set_ or [], options, on_plan=on_plan, on_run=on_run)
     console.print(summary_table(result.rows, title="sweep"))
-    console.print(f"results in [bold]{result.out}[/] (sweep.csv, sweep.json, pareto_*.png)")
+    console.print(
+        Text.assemble("results in ", bold(result.out), " (sweep.csv, sweep.json, pareto_*.png)"),
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -345,9 +464,12 @@ def report(
     from fedjoule.report.compare import compare_runs, default_report_dir, summary_table
 
     objective = Objective(pareto_accuracy, pareto_to_target)
-    result = compare_runs(run_dirs, out or default_report_dir(), objective)
+    out = out or default_report_dir()
+    check_out_folder(out)
+    result = compare_runs(run_dirs, out, objective)
     console.print(summary_table(result.rows, title="runs"))
-    console.print(f"report in [bold]{result.out}[/]: " + ", ".join(f.name for f in result.files))
+    files = ", ".join(f.name for f in result.files)
+    console.print(Text.assemble("report in ", bold(result.out), f": {files}"), soft_wrap=True)
 
 
 @app.command()
@@ -395,6 +517,7 @@ def capacity(
 
     loaded = load_scenario(scenario, set_ or [])
     folder = out or stamped_folder("runs", f"{loaded.name}-capacity")
+    check_out_folder(folder)
     world = build_system_world(loaded)
     progress = progress_bar(quiet)
     with progress:
@@ -419,7 +542,7 @@ def capacity(
         )
     print_capacity(console, loaded, plan)
     write_capacity(folder, plan)
-    console.print(f"results in [bold]{folder}[/]")
+    console.print(Text.assemble("results in ", bold(folder)), soft_wrap=True)
 
 
 @app.command()
@@ -504,7 +627,15 @@ def plan(
         ),
     )
     folder = out or stamped_folder("plans", scenario_label(scenario))
-    result = run_plan(scenario, folder, set_ or [], options, say=console.print)
+    check_out_folder(folder)
+
+    def stopped() -> str:
+        return f"interrupted; run the same command with --out {folder} to resume its runs"
+
+    with stop_message(stopped):
+        result = run_plan(
+            scenario, folder, set_ or [], options, say=lambda s: console.print(s, soft_wrap=True)
+        )
     table = Table(title=f"K* per cell ({result.method})")
     for column in ("SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"):
         table.add_column(column)
@@ -518,10 +649,14 @@ def plan(
             f"{b['E_total_j']:.4g}" if found else "",
         )
     console.print(table)
-    console.print(f"method: {result.method}: {result.reason}", highlight=False)
+    console.print(f"method: {result.method}: {result.reason}", soft_wrap=True)
     console.print(
-        f"results in [bold]{result.out}[/] (plan.csv, plan.json, kstar_heatmap.png, "
-        "energy_vs_k.png)"
+        Text.assemble(
+            "results in ",
+            bold(result.out),
+            " (plan.csv, plan.json, kstar_heatmap.png, energy_vs_k.png)",
+        ),
+        soft_wrap=True,
     )
 
 
@@ -544,13 +679,16 @@ def validate(
     set_: SetOption = None,
     show: Annotated[bool, typer.Option("--show", help="Print the resolved scenario.")] = False,
 ) -> None:
-    """Check a scenario file; print what is wrong, or the resolved scenario with --show."""
+    """Check a scenario file; print what is wrong, or with --show the resolved scenario as
+    YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 
     scenario = load_scenario(file, set_ or [])
-    if show:
-        console.print(scenario_yaml(scenario), markup=False, highlight=False)
-    console.print(f"{file}: valid")
+    print_warnings(scenario)
+    if show:  # stdout holds only the YAML, unwrapped
+        sys.stdout.write(scenario_yaml(scenario))
+        sys.stdout.flush()
+    (errors if show else console).print(f"{file}: valid", soft_wrap=True)
 
 
 @app.command()
@@ -568,23 +706,75 @@ def version() -> None:
 
 
 def main() -> None:
-    try:
-        app(standalone_mode=False)
-    except FedjouleError as exc:
-        errors.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        errors.print("interrupted; resume with `fedjoule run --resume --out DIR`")
-        sys.exit(130)
-    except (typer.Abort, typer.Exit) as exc:
-        sys.exit(getattr(exc, "exit_code", 1))
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
+    """The `fedjoule` program. Exit codes (README.md): 0 done, 1 environment failure (disk
+    full, ...) or internal error, 2 usage or input mistake, 3 the run diverged, 130
+    interrupted (Ctrl-C), 143 terminated (SIGTERM)."""
+    sys.exit(invoke())
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+
+def invoke(args: list[str] | None = None) -> int:
+    """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
+    mistake prints one `error: ...` message on stderr, not a traceback."""
+    try:
+        code = app(args, standalone_mode=False)
+    except click_classes("ClickException") as exc:  # usage: unknown option, bad value, ...
+        return usage_error(exc)
+    except click_classes("Abort") as exc:  # older click: Ctrl-C outside a command's run
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        error("interrupted" if interrupted else "aborted")
+        return 130 if interrupted else 1
+    except FedjouleError as exc:
+        error(str(exc))
+        return getattr(exc, "exit_code", 2)
+    except yaml.YAMLError as exc:  # a --set or --grid value that is not YAML
+        error(yaml_message(exc))
+        return 2
+    except OSError as exc:
+        places = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
+        error(": ".join([*places, exc.strerror or str(exc)]))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: reported in one message, the traceback in a file
+        return internal_error(exc)
+    return code if isinstance(code, int) else 0  # typer returns the code of typer.Exit
+
+
+def click_classes(name: str) -> tuple[type[BaseException], ...]:
+    """The exception class `name` of the click that typer runs on (recent typer bundles its
+    own, typer._click) and of click itself where installed: either may be raised."""
+    import typer.core
+
+    modules = [typer, getattr(getattr(typer.core, "_click", None), "exceptions", None)]
+    try:
+        import click.exceptions
+
+        modules.append(click.exceptions)
+    except ImportError:
+        pass
+    return tuple({getattr(m, name) for m in modules if hasattr(m, name)})
+
+
+def yaml_message(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line, quoting the text when it is short (a --set value)."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is None or problem is None:
+        return f"not valid YAML: {' '.join(str(exc).split())}"
+    text = str(mark.buffer or "").rstrip("\0")
+    where = repr(text) if 0 < len(text) <= 80 and "\n" not in text else f"line {mark.line + 1}"
+    return f"not valid YAML: {where}: {problem} (column {mark.column + 1})"
+
+
+def usage_error(exc) -> int:
+    """A click usage error as one line and a pointer to the help; its exit code (2)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `fedjoule` alone: the help
+        exc.show()
+    else:
+        error(exc.format_message())
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            errors.print(f"see: {ctx.command_path} --help", soft_wrap=True)
+    return exc.exit_code
 
 
 if __name__ == "__main__":

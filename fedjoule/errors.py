@@ -7,3 +7,14 @@ class FedjouleError(Exception):
     The message says what is wrong and what to do; the CLI prints it without a
     traceback and exits with code 2.
     """
+
+
+class RunDiverged(FedjouleError):
+    """Training diverged: the global model or its loss became NaN/inf in some round.
+
+    The run stopped after that round and its files (rounds.csv with `diverged` = 1 in
+    that row, summary.json with `diverged_at_round` and `diverged_reason`, the plots) are
+    written before this is raised; the CLI prints the message and exits with `exit_code`.
+    """
+
+    exit_code = 3

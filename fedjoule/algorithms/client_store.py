@@ -14,11 +14,15 @@ the page cache is not charged to the process's resident memory.
 """
 
 import os
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from fedjoule.errors import FedjouleError
+from fedjoule.storage import file_crc32
 
 
 class ClientStore:
@@ -46,6 +50,7 @@ class ClientStore:
         self._path = self.spill_path  # the current file (a new one after each compaction)
         self._generation = 0
         self._superseded: list[Path] = []
+        self._crc32 = 0  # CRC-32 of the current file's content (checked on resume)
 
     # ------------------------------------------------------------------ rows
     def get(self, name: str, client_ids: torch.Tensor, device) -> torch.Tensor:
@@ -92,7 +97,9 @@ class ClientStore:
     def _append(self, name: str, k: int, value: torch.Tensor) -> None:
         f = self._open()
         self.index[name][k] = f.seek(0, os.SEEK_END)
-        f.write(value.numpy().tobytes())
+        data = value.numpy().tobytes()
+        f.write(data)
+        self._crc32 = zlib.crc32(data, self._crc32)
         self.dirty.discard((name, k))
 
     def _read(self, offset: int) -> torch.Tensor:
@@ -102,11 +109,13 @@ class ClientStore:
         return torch.from_numpy(np.frombuffer(data, dtype=_numpy_dtype(self.dtype)).copy())
 
     def flush(self) -> None:
-        """Append every changed row in memory to the file (they stay cached)."""
+        """Append every changed row in memory to the file (they stay cached) and make it
+        durable."""
         for name, k in sorted(self.dirty):
             self._append(name, k, self.cache[name][k])
         if self._file is not None:
             self._file.flush()
+            os.fsync(self._file.fileno())
 
     @property
     def file_bytes(self) -> int:
@@ -124,12 +133,18 @@ class ClientStore:
         new_path = _generation_path(self.spill_path, self._generation)
         rows = sorted((off, name, k) for name, i in self.index.items() for k, off in i.items())
         index: dict[str, dict[int, int]] = {n: {} for n in self.names}
+        crc = 0
         with open(new_path, "wb") as new:
             for offset, name, k in rows:
                 index[name][k] = new.tell()
                 cached = self.cache[name].get(k)
-                new.write(cached.numpy().tobytes() if cached is not None else self._raw(offset))
+                data = cached.numpy().tobytes() if cached is not None else self._raw(offset)
+                new.write(data)
+                crc = zlib.crc32(data, crc)
+            new.flush()
+            os.fsync(new.fileno())
         self.close()
+        self._crc32 = crc
         self._superseded.append(self._path)
         self._path, self.index = new_path, index
 
@@ -151,6 +166,7 @@ class ClientStore:
             "file": self._path.name,
             "index": {n: dict(i) for n, i in self.index.items()},
             "length": self.file_bytes,
+            "crc32": self._crc32,
         }
 
     def commit(self) -> None:
@@ -169,8 +185,15 @@ class ClientStore:
                 self.cache[name].update(rows)
             return
         self.index = {n: dict(i) for n, i in saved["index"].items()}
-        self._path = self.spill_path.with_name(saved.get("file", self.spill_path.name))
-        self._generation = _generation_of(self.spill_path, self._path)
+        name = str(saved["file"])
+        generation = _generation_of(self.spill_path, Path(name)) if "/" not in name else None
+        if generation is None:
+            raise FedjouleError(
+                f"the checkpoint names the client-state file {name[:80]!r}, not one of this "
+                f"run's ({self.spill_path.name}, {self.spill_path.stem}-N{self.spill_path.suffix})"
+            )
+        self._path, self._generation = self.spill_path.with_name(name), generation
+        self._check_file(saved)
         for stale in self.spill_path.parent.glob(
             f"{self.spill_path.stem}*{self.spill_path.suffix}"
         ):
@@ -178,6 +201,29 @@ class ClientStore:
                 stale.unlink()  # a later run's files, not named by this checkpoint
         with open(self._path, "ab") as f:  # drop rows written after the checkpoint
             f.truncate(saved["length"])
+            os.fsync(f.fileno())
+        self._crc32 = int(saved["crc32"])
+
+    def _check_file(self, saved: dict) -> None:
+        """The file holds at least the checkpoint's length, with the content it recorded."""
+        length = int(saved["length"])
+        have = self._path.stat().st_size if self._path.exists() else 0
+        if have < length:
+            raise FedjouleError(
+                f"{self._path}: {have} bytes, but the checkpoint relies on {length}; the "
+                "client-state file was truncated or removed, so the run cannot be resumed"
+            )
+        if length and file_crc32(self._path, length) != int(saved["crc32"]):
+            raise FedjouleError(
+                f"{self._path}: its content differs from what the checkpoint recorded "
+                "(CRC-32); the client-state file was changed, so the run cannot be resumed"
+            )
+        rows_end = max((o for i in saved["index"].values() for o in i.values()), default=-1)
+        if rows_end + self.row_bytes > length and rows_end >= 0:
+            raise FedjouleError(
+                f"{self._path}: the checkpoint names rows past the file's recorded length; "
+                "it does not belong to this run"
+            )
 
     def close(self) -> None:
         if self._file is not None:

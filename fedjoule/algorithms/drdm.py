@@ -18,8 +18,12 @@ class DrdmConfig(DrfaConfig):
     """DRDM options: DRFA's plus FedDyn's alpha."""
 
     name: Literal["drdm"] = "drdm"  # type: ignore[assignment]
-    alpha: float = Field(0.01, gt=0, description="FedDyn regularisation alpha.")
-    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (FedDyn code).")
+    alpha: float = Field(
+        0.01, gt=0, description="FedDyn regularisation alpha.", strict=True, allow_inf_nan=False
+    )
+    adaptive_alpha: bool = Field(
+        True, description="alpha_i = alpha / w_i (FedDyn code).", strict=True
+    )
 
 
 class Drdm(Drfa):

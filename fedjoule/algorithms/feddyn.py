@@ -12,9 +12,17 @@ class FedDynConfig(AlgorithmConfig):
     """FedDyn options."""
 
     name: Literal["feddyn"] = "feddyn"
-    alpha: float = Field(0.01, gt=0, description="Regularisation alpha (examples: 0.01).")
+    alpha: float = Field(
+        0.01,
+        gt=0,
+        description="Regularisation alpha (examples: 0.01).",
+        strict=True,
+        allow_inf_nan=False,
+    )
     adaptive_alpha: bool = Field(
-        True, description="Per-client alpha_i = alpha / w_i with w_i = n_i / mean n (code)."
+        True,
+        description="Per-client alpha_i = alpha / w_i with w_i = n_i / mean n (code).",
+        strict=True,
     )
 
 

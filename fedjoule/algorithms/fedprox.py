@@ -12,7 +12,13 @@ class FedProxConfig(AlgorithmConfig):
     """FedProx options."""
 
     name: Literal["fedprox"] = "fedprox"
-    mu: float = Field(0.01, ge=0, description="Proximal weight mu (paper tunes 0.001-1).")
+    mu: float = Field(
+        0.01,
+        ge=0,
+        description="Proximal weight mu (paper tunes 0.001-1).",
+        strict=True,
+        allow_inf_nan=False,
+    )
 
 
 class FedProx(Algorithm):

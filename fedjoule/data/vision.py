@@ -3,6 +3,7 @@
 import hashlib
 import os
 import pathlib
+import warnings
 
 import numpy as np
 import torch
@@ -164,9 +165,10 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
     if key in _CACHE:
         return _CACHE[key]
     cached = tensor_cache_path(name, root)
+    raw = None
     if cached is not None and cached.exists():  # raw uint8 images: 4x less to read
-        raw = torch.load(cached, weights_only=True)
-    else:
+        raw = _read_tensor_cache(cached, name)
+    if raw is None:
         raw = []
         for train in (True, False):
             raw += _images_and_labels(name, _open_or_fail(name, root, train, download))
@@ -176,26 +178,42 @@ def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 tmp = cached.with_suffix(f".{os.getpid()}.tmp")
                 torch.save([t.contiguous() for t in raw], tmp)
-                os.replace(tmp, cached)
+                os.replace(tmp, cached)  # atomic: readers see the old file or the new one
             except OSError:
                 pass
     result: Tensors = (_normalise(name, raw[0]), raw[1], _normalise(name, raw[2]), raw[3])
     _CACHE[key] = result
     return result
-    splits = []
-    for train in (True, False):
-        ds = _open_or_fail(name, root, train, download)
-        images, labels = _images_and_labels(name, ds)
-        splits += [_normalise(name, images), labels]
-    result: Tensors = (splits[0], splits[1], splits[2], splits[3])
-    _CACHE[key] = result
-    cached = tensor_cache_path(name, root)  # after a download the files exist now
-    if cached is not None:
-        try:  # best effort: a read-only home only costs the next run the decoding
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            torch.save(list(result), tmp)
-            os.replace(tmp, cached)
-        except OSError:
-            pass
-    return result
+
+
+def _read_tensor_cache(path: pathlib.Path, name: str) -> list[torch.Tensor] | None:
+    """The cached [images, labels, test images, test labels], or None (with a warning)
+    when the file is truncated, garbage or not what load_vision writes: the caller then
+    decodes the dataset again and rewrites the file."""
+    try:
+        raw = torch.load(path, weights_only=True)
+        problem = _cache_problem(raw)
+    except Exception as error:  # whatever makes the file unreadable: decode again
+        problem = f"unreadable ({type(error).__name__}: {_one_line(error)[:200]})"
+    if problem is None:
+        return raw
+    warnings.warn(
+        f"the tensor cache {path} of dataset {name!r} is {problem}; decoding the dataset "
+        "again and rewriting the cache",
+        stacklevel=3,
+    )
+    return None
+
+
+def _cache_problem(raw) -> str | None:
+    """What is wrong with a loaded tensor-cache object (None: nothing)."""
+    if not (isinstance(raw, list | tuple) and len(raw) == 4):
+        return "not a list of four tensors"
+    if not all(torch.is_tensor(t) for t in raw):
+        return "not a list of four tensors"
+    for images, labels in (raw[:2], raw[2:]):
+        if images.dtype != torch.uint8 or images.dim() != 4:
+            return "holding images that are not uint8 (n, C, H, W)"
+        if labels.dtype != torch.int64 or labels.shape != images.shape[:1]:
+            return "holding labels that do not match its images"
+    return None

@@ -69,9 +69,17 @@ class MarkovOnOff:
     state at time 0 is drawn from the stationary law P(on) = mean_on / (mean_on + mean_off).
     Each client's timeline comes from its own stream ("availability", client), generated
     lazily in fixed-size chunks and cached, so any query order gives the same answers.
+
+    So that a query far ahead (a huge round.interval_s against short periods) costs a
+    bounded time, the clock is cut into epochs of MARKOV_MAX_CYCLES mean on/off cycles:
+    epoch 0 is the timeline above, epoch e > 0 starts afresh from the stationary law with
+    its own stream ("availability", 1, client, e). After 65,536 cycles the state has long
+    forgotten where it started, so the law is the same; only the draws past the first
+    epoch differ from one unbroken timeline.
     """
 
     _CHUNK = 64  # state changes generated per extension (fixed: it shapes the draws)
+    _KEPT_EPOCHS = 2  # timelines cached per client (the current epoch and its neighbour)
 
     def __init__(self, mean_on_s: float, mean_off_s: float, seed: int, n_clients: int) -> None:
         if not (mean_on_s > 0 and mean_off_s > 0):
@@ -83,36 +91,76 @@ class MarkovOnOff:
         self.mean_off_s = float(mean_off_s)
         self.seed = seed
         self.n_clients = _check_n_clients(n_clients)
-        self._timelines: dict[int, _Timeline] = {}
+        self.epoch_s = MARKOV_MAX_CYCLES * (self.mean_on_s + self.mean_off_s)
+        self._timelines: dict[int, dict[int, _Timeline]] = {}
 
     @property
     def stationary_online_probability(self) -> float:
         return self.mean_on_s / (self.mean_on_s + self.mean_off_s)
 
-    def _timeline(self, client: int) -> "_Timeline":
+    def _timeline(self, client: int, epoch: int = 0) -> "_Timeline":
         client = int(client)
-        timeline = self._timelines.get(client)
+        kept = self._timelines.setdefault(client, {})
+        timeline = kept.get(epoch)
         if timeline is None:
-            rng = stream(self.seed, "availability", 1, client)
+            keys = (1, client) if epoch == 0 else (1, client, epoch)
+            rng = stream(self.seed, "availability", *keys)
             starts_online = bool(rng.random() < self.stationary_online_probability)
             timeline = _Timeline(rng, starts_online, self.mean_on_s, self.mean_off_s)
-            self._timelines[client] = timeline
+            kept[epoch] = timeline
+            while len(kept) > self._KEPT_EPOCHS:
+                del kept[next(iter(kept))]  # the one cached first
         return timeline
 
+    def _locate(self, client: int, time_s: float) -> tuple["_Timeline", float, int]:
+        """The timeline of the epoch holding time_s, time_s within that epoch, the epoch."""
+        if not math.isfinite(time_s):
+            raise ValueError(f"availability queried at a non-finite time {time_s}")
+        epoch = max(0, math.floor(time_s / self.epoch_s))
+        if epoch == 0:
+            return self._timeline(client), float(time_s), 0
+        local_s = min(max(time_s - epoch * self.epoch_s, 0.0), self.epoch_s)
+        return self._timeline(client, epoch), local_s, epoch
+
     def online(self, client: int, time_s: float, round_index: int) -> bool:
-        return self._timeline(client).state_at(time_s)
+        timeline, local_s, _ = self._locate(client, time_s)
+        return timeline.state_at(local_s)
 
     def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
         """The next time > time_s at which an online client goes offline; time_s if offline."""
-        timeline = self._timeline(client)
-        if not timeline.state_at(time_s):
+        timeline, local_s, epoch = self._locate(client, time_s)
+        if not timeline.state_at(local_s):
             return float(time_s)
-        return timeline.next_change_after(time_s)
+        change_s = timeline.next_change_after(local_s)
+        if change_s < self.epoch_s:
+            return self._absolute_s(epoch, change_s)
+        # online up to the epoch's end: offline then if the next epoch starts offline
+        following = self._timeline(client, epoch + 1)
+        if not following.starts_online:
+            return (epoch + 1) * self.epoch_s
+        return self._absolute_s(epoch + 1, following.next_change_after(0.0))
+
+    def _absolute_s(self, epoch: int, local_s: float) -> float:
+        """The clock time of `local_s` in `epoch`: the first float that _locate maps at or
+        past it (far from 0 the sum rounds, and the flip must be seen at the time given)."""
+        if epoch == 0:
+            return local_s
+        start_s = epoch * self.epoch_s
+        time_s = start_s + local_s
+        while time_s - start_s < local_s:
+            time_s = math.nextafter(time_s, math.inf)
+        return time_s
 
     def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
         return np.array(
             [self.online(k, time_s, round_index) for k in range(self.n_clients)], dtype=bool
         )
+
+
+# Markov availability draws every state change up to the time asked; past this many mean
+# on/off cycles at once it starts afresh from the stationary law (the same law: the state
+# has forgotten its start), so a huge jump of the clock costs a bounded time.
+MARKOV_MAX_CYCLES = 2**16
 
 
 class _Timeline:
@@ -131,12 +179,15 @@ class _Timeline:
     def _extend_past(self, time_s: float) -> None:
         if not math.isfinite(time_s):
             raise ValueError(f"availability queried at a non-finite time {time_s}")
-        while self.change_times_s.size == 0 or self.change_times_s[-1] <= time_s:
-            last_s = self.change_times_s[-1] if self.change_times_s.size else 0.0
+        if self.change_times_s.size and self.change_times_s[-1] > time_s:
+            return
+        chunks = [self.change_times_s]
+        last_s = self.change_times_s[-1] if self.change_times_s.size else 0.0
+        while not chunks[-1].size or last_s <= time_s:  # one copy at the end, not per chunk
             durations_s = self._rng.standard_exponential(MarkovOnOff._CHUNK) * self._means
-            self.change_times_s = np.concatenate(
-                [self.change_times_s, last_s + np.cumsum(durations_s)]
-            )
+            chunks.append(last_s + np.cumsum(durations_s))
+            last_s = chunks[-1][-1]
+        self.change_times_s = np.concatenate(chunks)
 
     def state_at(self, time_s: float) -> bool:
         self._extend_past(time_s)
@@ -151,6 +202,13 @@ class _Timeline:
 DAY_S = 24 * 3600.0
 
 
+def accumulated_window_s(x_s, windows):
+    """Time inside the daily windows from a fixed origin to local time x_s (a float or an
+    array): whole days times the windows' length plus the part of today's windows past."""
+    days, local = np.floor(x_s / DAY_S), np.mod(x_s, DAY_S)
+    return sum(days * (hi - lo) + np.clip(local - lo, 0.0, hi - lo) for lo, hi in windows)
+
+
 class Diurnal:
     """Each round, client k is online with probability clip(p + A sin(2 pi (t - phi_k)/24 h),
     0, 1), independently, at the round's start time t; it charges while (t - phi_k) mod 24 h
@@ -159,6 +217,8 @@ class Diurnal:
     Phases phi_k = phase_h + U(0, spread_h) come from stream ("diurnal", 0); the online draws
     of round r from stream ("diurnal", 1, r). The state is fixed for the round.
     """
+
+    LOOP_DAYS = 366  # charging over longer spans in closed form (no loop over the days)
 
     def __init__(
         self,
@@ -201,13 +261,23 @@ class Diurnal:
         return math.inf if self.online(client, time_s, round_index) else float(time_s)
 
     def _window_time_s(self, client: int, t0: float, t1: float) -> float:
-        """Length of [t0, t1] inside client's daily charging windows."""
+        """Length of [t0, t1] inside client's daily charging windows: day by day over up
+        to LOOP_DAYS days, in closed form (whole days x the window + the parts) beyond."""
         a, b = self.charging_from_s, self.charging_to_s
         windows = [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
         shift = self.phase_s[client]
+        if not t1 > t0:
+            return 0.0
+        if not (math.isfinite(t0) and math.isfinite(t1)):  # an endless span: the daily share
+            daily_s = sum(hi - lo for lo, hi in windows)
+            return (t1 - t0) * daily_s / DAY_S if daily_s > 0 else 0.0
         total = 0.0
         first_day = math.floor((t0 - shift) / DAY_S)
         last_day = math.floor((t1 - shift) / DAY_S)
+        if last_day - first_day > self.LOOP_DAYS:
+            done = accumulated_window_s(t1 - shift, windows)
+            gained = done - accumulated_window_s(t0 - shift, windows)
+            return float(min(max(gained, 0.0), t1 - t0))
         for day in range(first_day, last_day + 1):
             base = shift + day * DAY_S
             for lo, hi in windows:
@@ -224,6 +294,18 @@ class Diurnal:
         return np.array([self._window_time_s(k, t0, t1) for k in range(self.n_clients)])
 
 
+def _excerpt(value, limit: int = 60) -> str:
+    """A short one-line excerpt of a value read from a file, for messages (a trace_file
+    that is not a trace must not be echoed)."""
+    if isinstance(value, list | tuple):
+        items = [_excerpt(v, 20) for v in value[:3]]
+        text = "[" + ", ".join(items) + (", ...]" if len(value) > 3 else "]")
+    else:
+        text = repr(value if not isinstance(value, str) else value[: limit + 1])
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class TraceReplay:
     """Online intervals read from a CSV with columns client, start_s, end_s.
 
@@ -238,40 +320,63 @@ class TraceReplay:
         self.n_clients = _check_n_clients(n_clients)
         self.period_s = period_s
         path = Path(path)
+        shown = str(path) if len(str(path)) <= 200 else str(path)[:197] + "..."
         if not path.is_file():
             raise FedjouleError(
-                f"availability.trace_file: {path} not found; give a CSV with columns "
+                f"availability.trace_file: {shown} not found; give a CSV with columns "
                 "client, start_s, end_s"
             )
+        where = f"availability.trace_file {shown}"
         intervals: dict[int, list[tuple[float, float]]] = {}
-        with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames is None or not {"client", "start_s", "end_s"} <= set(
-                reader.fieldnames
-            ):
-                raise FedjouleError(
-                    f"availability.trace_file {path}: columns {reader.fieldnames} lack one of "
-                    "client, start_s, end_s"
-                )
-            for line, row in enumerate(reader, start=2):
-                try:
-                    k, t0, t1 = int(row["client"]), float(row["start_s"]), float(row["end_s"])
-                except (TypeError, ValueError):
+        reader = None
+        try:
+            with path.open(newline="", encoding="utf-8") as f:
+                reader = csv.DictReader(f)
+                if reader.fieldnames is None or not {"client", "start_s", "end_s"} <= set(
+                    reader.fieldnames
+                ):
+                    # quote at most a short excerpt: the file may not be a trace at all
                     raise FedjouleError(
-                        f"availability.trace_file {path}, line {line}: expected an integer "
-                        f"client and numbers start_s <= end_s, got {row}"
-                    ) from None
-                if not (0 <= k < self.n_clients and t0 <= t1):
-                    raise FedjouleError(
-                        f"availability.trace_file {path}, line {line}: client must be in "
-                        f"[0, {self.n_clients}) and start_s <= end_s, got {row}"
+                        f"{where}: the first line must name the columns client, start_s, "
+                        f"end_s; it has {_excerpt(reader.fieldnames)}"
                     )
-                if period_s is not None and t1 > period_s:
-                    raise FedjouleError(
-                        f"availability.trace_file {path}, line {line}: end_s {t1} is past "
-                        f"trace_period_s {period_s}"
-                    )
-                intervals.setdefault(k, []).append((t0, t1))
+                for row in reader:
+                    line = reader.line_num
+                    values = [row.get("client"), row.get("start_s"), row.get("end_s")]
+                    try:
+                        k, t0, t1 = int(values[0]), float(values[1]), float(values[2])
+                    except (TypeError, ValueError):
+                        raise FedjouleError(
+                            f"{where}, line {line}: expected an integer client and numbers "
+                            f"start_s <= end_s, got {_excerpt(values)}"
+                        ) from None
+                    finite = math.isfinite(t0) and math.isfinite(t1)
+                    if not (0 <= k < self.n_clients and t0 <= t1 and finite):
+                        raise FedjouleError(
+                            f"{where}, line {line}: client must be in [0, {self.n_clients}) "
+                            f"and start_s <= end_s, finite, got {_excerpt(values)}"
+                        )
+                    if period_s is not None and t1 > period_s:
+                        raise FedjouleError(
+                            f"{where}, line {line}: end_s {t1:g} is past trace_period_s "
+                            f"{period_s:g}"
+                        )
+                    intervals.setdefault(k, []).append((t0, t1))
+        except UnicodeDecodeError:
+            line = reader.line_num + 1 if reader is not None else 1
+            raise FedjouleError(
+                f"{where}: not UTF-8 text (near line {line}); give a CSV with columns client, "
+                "start_s, end_s"
+            ) from None
+        except csv.Error as exc:
+            line = reader.line_num if reader is not None else 1
+            raise FedjouleError(
+                f"{where}, line {line}: not a readable CSV ({_excerpt(str(exc), 60)})"
+            ) from None
+        except OSError as exc:
+            raise FedjouleError(
+                f"{where}: cannot be read ({exc.strerror or type(exc).__name__})"
+            ) from None
         self._starts, self._ends = {}, {}
         for k, spans in intervals.items():  # merge overlapping intervals
             merged: list[list[float]] = []

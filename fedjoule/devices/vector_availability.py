@@ -6,7 +6,14 @@ import math
 import numpy as np
 
 from fedjoule import rng
-from fedjoule.devices.availability import DAY_S, AlwaysOn, BernoulliDropout, Diurnal
+from fedjoule.devices.availability import (
+    DAY_S,
+    MARKOV_MAX_CYCLES,
+    AlwaysOn,
+    BernoulliDropout,
+    Diurnal,
+    accumulated_window_s,
+)
 from fedjoule.errors import FedjouleError
 
 VECTOR_KINDS = ("always", "bernoulli", "diurnal", "markov")  # trace: per client, see PerClient
@@ -46,15 +53,18 @@ class DiurnalVector(RoundStates):
         today's window already past)."""
         a, b = self.model.charging_from_s, self.model.charging_to_s
         windows = [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
-
-        def accumulated(t_s: float) -> np.ndarray:
-            x = t_s - self.model.phase_s
-            days, local = np.floor(x / DAY_S), np.mod(x, DAY_S)
-            return sum(days * (hi - lo) + np.clip(local - lo, 0.0, hi - lo) for lo, hi in windows)
-
-        if t1_s <= t0_s:
-            return np.zeros(len(self.model.phase_s))
-        return accumulated(t1_s) - accumulated(t0_s)
+        phase = self.model.phase_s
+        if not t1_s > t0_s:
+            return np.zeros(len(phase))
+        if not (math.isfinite(t0_s) and math.isfinite(t1_s)):  # endless: the daily share
+            daily_s = sum(hi - lo for lo, hi in windows)
+            share = (t1_s - t0_s) * daily_s / DAY_S if daily_s > 0 else 0.0
+            return np.full(len(phase), share)
+        done = accumulated_window_s(t1_s - phase, windows)
+        gained = done - accumulated_window_s(t0_s - phase, windows)
+        if t1_s - t0_s > Diurnal.LOOP_DAYS * DAY_S:  # huge times: keep rounding inside [0, t1-t0]
+            gained = np.clip(gained, 0.0, t1_s - t0_s)
+        return gained
 
 
 class MarkovVector:
@@ -65,7 +75,9 @@ class MarkovVector:
     The same process as the SimPy engine's MarkovOnOff (stationary start, exponential
     periods, so P(online) = on / (on + off) at every time), drawn from different streams:
     ("availability", 2) for the start, ("availability", 3, r) for the changes found at
-    round r. Same law, other sample paths; the two engines' rounds differ for markov."""
+    round r. Same law, other sample paths; the two engines' rounds differ for markov. A
+    jump of more than MARKOV_MAX_CYCLES mean cycles starts afresh from the stationary law
+    (stream ("availability", 4, r)), as the SimPy model's epochs do."""
 
     def __init__(self, mean_on_s: float, mean_off_s: float, seed: int, n_clients: int) -> None:
         if not (mean_on_s > 0 and mean_off_s > 0):
@@ -84,6 +96,17 @@ class MarkovVector:
     def advance(self, time_s: float, round_index: int) -> None:
         if time_s < self.time_s:
             raise FedjouleError("markov availability is queried forward in time only")
+        if time_s - self.time_s > MARKOV_MAX_CYCLES * (self.mean_on_s + self.mean_off_s):
+            # a jump of more than 65,536 mean cycles: the state has forgotten where it was;
+            # start afresh from the stationary law at time_s (memoryless periods), not
+            # flip by flip (unbounded work, and lost in rounding at huge times)
+            gen = rng.stream(self.seed, "availability", 4, round_index)
+            p_on = self.mean_on_s / (self.mean_on_s + self.mean_off_s)
+            self.state = gen.random(len(self.state)) < p_on
+            means = np.where(self.state, self.mean_on_s, self.mean_off_s)
+            self.next_change_s = time_s + gen.exponential(means)
+            self.time_s = time_s
+            return
         gen = rng.stream(self.seed, "availability", 3, round_index)
         due = np.flatnonzero(self.next_change_s <= time_s)
         while due.size:

@@ -4,13 +4,15 @@ Both call `execute` on the same `Job`s with the same torch thread count, so the 
 give the same numbers on either backend (floating-point sums depend on the thread count).
 """
 
+import json
 import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
+from pathlib import Path
 
-from fedjoule.errors import FedjouleError
+from fedjoule.errors import FedjouleError, RunDiverged
 
 BACKENDS = ("local", "ray")
 
@@ -59,6 +61,8 @@ def execute(job: Job) -> dict:
             _, summary = run_scenario(
                 scenario, job.folder, data_dir=job.data_dir, device=job.device
             )
+    except RunDiverged:  # a result of the grid point, not a failure: its summary says so
+        summary = json.loads((Path(job.folder) / "summary.json").read_text())
     finally:
         torch.set_num_threads(before)
     return summary
@@ -85,12 +89,13 @@ def run_local(jobs: list[Job], workers: int | None, on_done: OnDone) -> None:
                 on_done(job, summary, None)
         return
     # spawn, not fork: a forked copy of a process that already ran torch can deadlock
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         workers,
         mp_context=get_context("spawn"),
         initializer=init_worker,
         initargs=(jobs[0].threads,),
-    ) as pool:
+    )
+    try:
         futures: dict[Future, Job] = {pool.submit(execute, job): job for job in jobs}
         pending = set(futures)
         while pending:
@@ -98,6 +103,18 @@ def run_local(jobs: list[Job], workers: int | None, on_done: OnDone) -> None:
             for future in done:
                 error = future.exception()
                 on_done(futures[future], None if error else future.result(), error)
+    except BaseException:  # Ctrl-C, SIGTERM: stop the runs in flight and the queued ones
+        stop_workers(pool)
+        raise
+    pool.shutdown()
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill a pool's worker processes and drop its queue. Safe for runs: a run folder
+    survives a kill at any instant, and a restart resumes it."""
+    for process in list((pool._processes or {}).values()):  # no public API before 3.14
+        process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: OnDone) -> dict:
@@ -139,7 +156,12 @@ def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: 
                 job = queue.pop(0)
                 ref = task.options(num_cpus=job.threads, num_gpus=gpus, name=job.name).remote(job)
                 pending[ref] = job
-            done, _ = ray.wait(list(pending), num_returns=1)
+            try:
+                done, _ = ray.wait(list(pending), num_returns=1)
+            except BaseException:  # Ctrl-C, SIGTERM: cancel what runs (folders survive it)
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
             for ref in done:
                 job = pending.pop(ref)
                 try:

@@ -60,10 +60,10 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         per_class = {
-            name: {
-                "energy_per_participation_j": float(class_energy[c] / class_participations[c]),
-                "battery_drain_j_per_day": float(drain_j_per_day[c]),
-                "battery_drain_percent_per_day": float(
+            name: {  # None where undefined: a class that never took part
+                "energy_per_participation_j": _finite(class_energy[c] / class_participations[c]),
+                "battery_drain_j_per_day": _finite(drain_j_per_day[c]),
+                "battery_drain_percent_per_day": _finite(
                     100 * drain_j_per_day[c] / (capacity_j[c] / class_size[c])
                 ),
             }
@@ -74,12 +74,18 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         "uplink_bandwidth_hz": scenario.channel.uplink_bandwidth_hz,
         "round_time_s": float(np.quantile(durations, quantile)),
         "mean_round_time_s": float(np.mean(durations)),
-        "rounds_per_hour": 3600.0 * rounds / sim_time_s if sim_time_s else math.inf,
+        "rounds_per_hour": 3600.0 * rounds / sim_time_s if sim_time_s else None,
         "device_energy_j": float(np.quantile(device_energy, quantile)) if device_energy else 0.0,
         "energy_per_round_j": float(np.mean(energy_rounds)),
         "uplink_airtime_per_round_s": (airtime / rounds).tolist(),
         "per_class": per_class,
     }
+
+
+def _finite(value) -> float | None:
+    """A figure as a float, or None when it is undefined (0/0) or infinite."""
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def plan_capacity(

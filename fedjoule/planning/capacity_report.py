@@ -1,11 +1,13 @@
 """The capacity plan as a printed table (rich) and as capacity.csv / capacity.json."""
 
 import csv
+import io
 from pathlib import Path
 
 from rich.table import Table
 
 from fedjoule.report.results import write_json
+from fedjoule.storage import write_text_atomically
 
 CSV_COLUMNS = [
     "clients_per_round", "uplink_bandwidth_hz", "round_time_s", "mean_round_time_s",
@@ -26,11 +28,14 @@ def print_capacity(console, scenario, plan: dict) -> None:
     def add(label, get):
         table.add_row(label, *(get(f) for _, f in columns))
 
+    def number(value, digits: int = 4) -> str:
+        return "—" if value is None else f"{value:.{digits}g}"
+
     q = plan["quantile"]
     add("clients per round", lambda f: str(f["clients_per_round"]))
     add("uplink bandwidth (Hz)", lambda f: f"{f['uplink_bandwidth_hz']:.4g}")
     add(f"round time, q={q:g} (s)", lambda f: f"{f['round_time_s']:.4g}")
-    add("rounds per hour", lambda f: f"{f['rounds_per_hour']:.4g}")
+    add("rounds per hour", lambda f: number(f["rounds_per_hour"]))
     add("energy per round (J)", lambda f: f"{f['energy_per_round_j']:.4g}")
     add(f"device energy per round, q={q:g} (J)", lambda f: f"{f['device_energy_j']:.4g}")
     for c in range(len(plan["scenario"]["uplink_airtime_per_round_s"])):
@@ -38,28 +43,29 @@ def print_capacity(console, scenario, plan: dict) -> None:
             lambda f, c=c: f"{f['uplink_airtime_per_round_s'][c]:.4g}")  # fmt: skip
     for name in plan["scenario"]["per_class"]:
         add(f"{name}: J per participation",
-            lambda f, n=name: f"{f['per_class'][n]['energy_per_participation_j']:.4g}")  # fmt: skip
+            lambda f, n=name: number(f["per_class"][n]["energy_per_participation_j"]))  # fmt: skip
         add(f"{name}: battery drain per day (J, %)",
-            lambda f, n=name: f"{f['per_class'][n]['battery_drain_j_per_day']:.4g} "
-            f"({f['per_class'][n]['battery_drain_percent_per_day']:.3g} %)")  # fmt: skip
+            lambda f, n=name: f"{number(f['per_class'][n]['battery_drain_j_per_day'])} "
+            f"({number(f['per_class'][n]['battery_drain_percent_per_day'], 3)} %)")  # fmt: skip
     add("meets the limits", lambda f: "yes" if f["meets"] else "no")
     console.print(table)
     limits = f"deadline {plan['deadline_s']} s, energy budget {plan['energy_budget_j']} J"
     if plan["search"] == "none":
         console.print(f"limits: {limits}")
     elif plan["answer"] is None:
-        console.print(f"[bold red]no {plan['search']} meets the limits[/] ({limits})")
+        console.print(f"no {plan['search']} meets the limits ({limits})", style="bold red")
     else:
-        console.print(f"[bold]{plan['search']} = {plan['answer']:.6g}[/] meets {limits}")
+        console.print(f"{plan['search']} = {plan['answer']:.6g} meets {limits}", style="bold")
 
 
 def write_capacity(folder: Path, plan: dict) -> None:
     """capacity.csv: one row per evaluated candidate; capacity.json: everything."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "capacity.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
-        for figures in plan["evaluations"]:
-            writer.writerow([figures[c] for c in CSV_COLUMNS])
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(CSV_COLUMNS)
+    for figures in plan["evaluations"]:
+        writer.writerow([figures[c] for c in CSV_COLUMNS])
+    write_text_atomically(folder / "capacity.csv", text.getvalue())
     write_json(folder / "capacity.json", plan)

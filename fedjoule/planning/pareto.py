@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fedjoule.errors import FedjouleError  # noqa: E402
+from fedjoule.storage import save_figure  # noqa: E402
 
 ACCURACIES = ("final_accuracy", "best_accuracy", "worst_client_accuracy", "client_accuracy_p10")
 # kind -> (total cost column, cost-to-target column, axis label)
@@ -124,7 +125,7 @@ def plot_front(
     ax.set_title(title + (f" ({missing} runs without a value)" if missing else ""), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)
 

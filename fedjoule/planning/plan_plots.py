@@ -9,6 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from fedjoule.storage import save_figure  # noqa: E402
+
 
 def _target(scenario) -> str:
     t = scenario.training
@@ -58,7 +60,7 @@ def plot_kstar_heatmap(
     bar.set_ticks([math.log10(k) for k in shown], labels=[str(k) for k in shown])
     bar.set_label("K* (log scale)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -87,6 +89,6 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

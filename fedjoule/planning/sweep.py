@@ -20,11 +20,12 @@ from fedjoule.planning.backends import Job
 from fedjoule.planning.grid import Point, parse_grid, plan_points
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
+from fedjoule.simulator import checkpoint
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
 RUNS = "runs"  # the run folders live in <out>/runs/<name>
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT = checkpoint.NAME
 NEW, PARTIAL, DONE = "new", "partial", "done"
 
 
@@ -67,45 +68,24 @@ def run_folder(out: Path, point: Point) -> Path:
 
 def run_state(folder: Path, point: Point) -> str:
     """new, partial (a checkpoint to resume from) or done; a folder that holds another
-    scenario is an error."""
+    scenario, or a checkpoint that is not plain data or not this run's, is an error."""
     if not (folder / "scenario.yaml").exists():
         return NEW
     saved = yaml.safe_load((folder / "scenario.yaml").read_text())
     wanted = point.scenario.model_dump(mode="json")
     if saved != wanted:
-        differ = ", ".join(_differences(saved, wanted)[:5])
+        differ = ", ".join(checkpoint.differences(saved, wanted)[:5])
         raise FedjouleError(
             f"{folder} holds a run of another scenario (differs in {differ}); "
             "choose another --out, or delete that folder"
         )
     if not (folder / CHECKPOINT).exists():
         return NEW
-    if (folder / "summary.json").exists() and checkpoint_finished(folder, point):
+    state = checkpoint.read_checkpoint(folder / CHECKPOINT)
+    checkpoint.check_belongs(state, folder / CHECKPOINT, wanted, folder / "scenario.yaml")
+    if (folder / "summary.json").exists() and checkpoint.finished(state):
         return DONE
     return PARTIAL
-
-
-def checkpoint_finished(folder: Path, point: Point) -> bool:
-    """The checkpoint is at the run's last round (or at the target, with stop_at_target)."""
-    import torch
-
-    saved = torch.load(folder / CHECKPOINT, map_location="cpu", weights_only=False, mmap=True)
-    progress, training = saved["progress"], point.scenario.training
-    reached = training.stop_at_target and progress["rounds_to_target"] is not None
-    return reached or progress["next_round"] >= training.rounds
-
-
-def _differences(a, b, prefix: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = list(dict.fromkeys([*a, *b]))
-        return [d for k in keys for d in _differences(a.get(k), b.get(k), f"{prefix}{k}.")]
-    return [] if a == b else [prefix.rstrip(".")]
-
-
-def _clear_unstarted(folder: Path) -> None:
-    """A run stopped before its first checkpoint starts again: drop its partial files."""
-    for name in ("rounds.csv", "events.jsonl", "summary.json"):
-        (folder / name).unlink(missing_ok=True)
 
 
 def run_sweep(
@@ -156,8 +136,6 @@ def run_sweep(
         folder, state = run_folder(out, p), states[p.name]
         if state == DONE:
             continue
-        if state == NEW:
-            _clear_unstarted(folder)
         scenario_data = None if state == PARTIAL else p.scenario.model_dump(mode="json")
         jobs.append(
             Job(
@@ -175,6 +153,8 @@ def run_sweep(
         if error is not None:
             status[job.name] = "failed"
             errors[job.name] = str(error).strip().splitlines()[-1] if str(error) else repr(error)
+        elif summary.get("diverged_at_round") is not None:
+            status[job.name] = "diverged"
         else:
             status[job.name] = "resumed" if job.scenario is None else "ran"
         if on_run:

@@ -18,6 +18,7 @@ from fedjoule.planning.sweep import SWEEP_JSON  # noqa: E402
 from fedjoule.report.plots import ACCURACY_AXES  # noqa: E402
 from fedjoule.report.results import read_rounds  # noqa: E402
 from fedjoule.report.table import write_table  # noqa: E402
+from fedjoule.storage import save_figure  # noqa: E402
 
 REPORT_CSV = "report.csv"
 
@@ -99,7 +100,7 @@ def plot_curves(curves: dict[str, list[dict]], out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
+        save_figure(fig, out / name, dpi=110)
         plt.close(fig)
         written.append(out / name)
     return written

@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fedjoule.report.results import read_rounds  # noqa: E402
+from fedjoule.storage import save_figure  # noqa: E402
 
 ACCURACY_AXES = [
     ("round", "round", "accuracy_vs_round.png"),
@@ -33,7 +34,7 @@ def plot_run(out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=110)
+        save_figure(fig, out_dir / name, dpi=110)
         plt.close(fig)
         written.append(out_dir / name)
     written.append(plot_energy_by_class(out_dir))
@@ -59,6 +60,6 @@ def plot_energy_by_class(out_dir: Path) -> Path:
     ax.legend()
     fig.tight_layout()
     path = out_dir / "energy_by_class.png"
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

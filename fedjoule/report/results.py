@@ -1,10 +1,21 @@
-"""The files of a run: rounds.csv appended as rounds finish, clients.csv, summary.json."""
+"""The files of a run: rounds.csv appended as rounds finish, clients.csv, summary.json.
+
+CSV cells: an empty cell is a value that does not exist (a round that was not evaluated,
+a column that does not apply); a number that is not finite is written as the token
+`nan`, `inf` or `-inf` (rounds.csv then says why in its `diverged` column), never as an
+empty cell or a number. summary.json holds no NaN or inf (JSON has none): such a value
+is null there.
+"""
 
 import csv
+import io
 import json
 import math
-import os
 from pathlib import Path
+
+import numpy as np
+
+from fedjoule.storage import AppendLog, write_text_atomically
 
 ROUND_COLUMNS = [
     "round",
@@ -20,6 +31,7 @@ ROUND_COLUMNS = [
     "dropped_battery",
     "dropped_overcommit",
     "failed",
+    "diverged",
     "energy_compute_j",
     "energy_tx_j",
     "energy_rx_j",
@@ -67,68 +79,64 @@ CLIENT_COLUMNS = [
 
 
 def _cell(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """A CSV cell: "" for None (no value), nan / inf / -inf for a float that is not
+    finite, repr for other floats (round-trips exactly), str for the rest."""
+    if value is None:
         return ""
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        if math.isnan(value):
+            return "nan"
+        return repr(value)  # 'inf' and '-inf' for the infinities
     return str(value)
 
 
 class RoundsFile:
-    """rounds.csv: one row per round, flushed to disk as soon as the round ends."""
+    """rounds.csv: one row per round, appended and fsynced as soon as the round ends; its
+    length and CRC-32 go into every checkpoint (fedjoule.storage.AppendLog)."""
 
     def __init__(self, path: Path):
-        self.path = path
-
-    def truncate_to(self, rounds_done: int) -> None:
-        """Keep the rows of rounds < rounds_done (resuming after an interruption)."""
-        if not self.path.exists():
-            return
-        with self.path.open() as f:
-            rows = [r for r in csv.DictReader(f) if int(r["round"]) < rounds_done]
-        with self.path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, ROUND_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
+        self.path = Path(path)
+        self.log = AppendLog(self.path)
 
     def append(self, row: dict) -> None:
-        new = not self.path.exists()
-        with self.path.open("a", newline="") as f:
-            writer = csv.writer(f)
-            if new:
-                writer.writerow(ROUND_COLUMNS)
-            writer.writerow([_cell(row.get(c)) for c in ROUND_COLUMNS])
-            f.flush()
-            os.fsync(f.fileno())
+        text = io.StringIO()
+        writer = csv.writer(text)
+        if self.log.length == 0:
+            writer.writerow(ROUND_COLUMNS)
+        writer.writerow([_cell(row.get(c)) for c in ROUND_COLUMNS])
+        self.log.append(text.getvalue().encode())
 
 
-def _number(text: str):
-    """A rounds.csv cell as a float (empty: NaN); text such as '3;1;0' stays text."""
-    if text == "":
-        return math.nan
+def _number(text: str | None, missing=math.nan):
+    """A rounds.csv cell as a float (nan, inf, -inf as such; empty: `missing`); text
+    such as '3;1;0' stays text."""
+    if text == "" or text is None:  # None: a row shorter than the header
+        return missing
     try:
         return float(text)
     except ValueError:
         return text
 
 
-def read_rounds(path: Path) -> list[dict]:
-    """rounds.csv as dicts of floats (empty cells become NaN; per-cell lists stay text)."""
+def read_rounds(path: Path, missing=math.nan) -> list[dict]:
+    """rounds.csv as dicts of floats; per-cell lists stay text. Non-finite values come
+    back as float nan / inf / -inf; empty cells (no value: not evaluated, not applicable)
+    as `missing`: NaN by default, so that `x == x` picks the evaluated rounds for a plot;
+    pass missing=None to tell a value that does not exist from a NaN result (the
+    `diverged` column says which rounds diverged)."""
     with Path(path).open() as f:
-        return [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(f)]
+        return [{k: _number(v, missing) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def write_clients(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(CLIENT_COLUMNS)
-        for row in rows:
-            writer.writerow([_cell(row[c]) for c in CLIENT_COLUMNS])
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(CLIENT_COLUMNS)
+    for row in rows:
+        writer.writerow([_cell(row[c]) for c in CLIENT_COLUMNS])
+    write_text_atomically(path, text.getvalue())
 
 
 def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=str) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=2, allow_nan=False, default=str) + "\n")

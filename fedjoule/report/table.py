@@ -1,9 +1,11 @@
 """Tables of run summaries as CSV (a sweep's sweep.csv, a report's report.csv)."""
 
 import csv
+import io
 import math
-import os
 from pathlib import Path
+
+from fedjoule.storage import write_text_atomically
 
 
 def cell(value) -> str:
@@ -16,13 +18,12 @@ def cell(value) -> str:
 def write_table(path: Path, rows: list[dict]) -> None:
     """Rows as CSV; the columns are the union of the rows' keys in order of appearance."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    tmp = Path(path).with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([cell(row.get(c)) for c in columns])
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([cell(row.get(c)) for c in columns])
+    write_text_atomically(Path(path), text.getvalue())
 
 
 def read_table(path: Path) -> list[dict[str, str]]:

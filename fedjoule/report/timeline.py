@@ -1,7 +1,6 @@
 """Per-round event output: events.jsonl lines and the round-timeline PNG (who waited on whom)."""
 
 import json
-import os
 from pathlib import Path
 
 import matplotlib
@@ -9,6 +8,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+
+from fedjoule.storage import save_figure  # noqa: E402
 
 COLOURS = {
     "backhaul_down": "#9467bd",
@@ -57,24 +58,9 @@ def event_dicts(round_index: int, records) -> list[dict]:
     return events
 
 
-def append_events(path: Path, round_index: int, records) -> None:
-    """Append the round's events to events.jsonl (one JSON object a line), flushed."""
-    with Path(path).open("a") as f:
-        for event in event_dicts(round_index, records):
-            f.write(json.dumps(event) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def truncate_events(path: Path, rounds_done: int) -> None:
-    """Keep the events of rounds < rounds_done (resuming after an interruption)."""
-    path = Path(path)
-    if not path.exists():
-        return
-    keep = [
-        line for line in path.read_text().splitlines() if json.loads(line)["round"] < rounds_done
-    ]
-    path.write_text("".join(line + "\n" for line in keep))
+def events_text(round_index: int, records) -> str:
+    """The round's events as events.jsonl lines (one JSON object a line)."""
+    return "".join(json.dumps(e) + "\n" for e in event_dicts(round_index, records))
 
 
 def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = None) -> Path:
@@ -110,6 +96,6 @@ def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = Non
         loc="lower right",
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)

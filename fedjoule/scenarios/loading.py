@@ -1,15 +1,63 @@
-"""Loading scenarios: built-in names or YAML files, `--set` overrides, readable errors."""
+"""Loading scenarios: built-in names or YAML files, `--set` overrides, readable errors.
+
+Whatever a scenario file or `--set` value holds, loading either returns a Scenario or
+raises one FedjouleError, quickly, with a message of a bounded number of short lines:
+
+- the file is read up to MAX_FILE_BYTES, as UTF-8 only;
+- YAML is parsed (libyaml's event parser where present) and composed here without
+  recursion, so nesting deeper than MAX_DEPTH, more than MAX_NODES values, recursive
+  aliases and alias "bombs" whose expansion exceeds MAX_VALUES values are errors naming
+  the line;
+- a key repeated in one mapping is an error naming the key path and both lines;
+- a scalar whose tag does not fit it (`!!int abc`, `!!bool maybe`) or a number longer than
+  MAX_NUMBER_CHARS characters becomes an Unreadable value, which validation then reports
+  under its field; exponents without a dot (`1e6`) are read as floats (YAML 1.2);
+- validation reports every problem of the file in one pass: field errors, unknown fields
+  (grouped per section, the allowed names listed once) and cross-field checks (run on the
+  fields that did validate), at most MAX_LINES lines, each with its key path, line and a
+  short excerpt of the value.
+"""
 
 import difflib
+import re
+import reprlib
+import typing
+from dataclasses import dataclass
 from importlib import resources
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.composer import ComposerError
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
 
 from fedjoule.errors import FedjouleError
-from fedjoule.scenarios.schema import Scenario
+from fedjoule.scenarios.schema import Invalid, Scenario
+
+MAX_FILE_BYTES = 256 * 1024  # the built-in scenarios are about 2 KB
+MAX_DEPTH = 32  # a scenario nests 4 levels (population.device_classes[i].share)
+MAX_NODES = 25_000  # values written in the document (a scenario has a few hundred)
+MAX_VALUES = 100_000  # values in the document, each alias counted as what it expands to
+MAX_NUMBER_CHARS = 100  # longer integers or floats are not converted (no 4,300-digit ints)
+MAX_OVERRIDE_CHARS = 10_000
+MAX_LINES = 50  # problems listed in one message
+SHOWN_CHARS = 80  # the longest excerpt of a value in a message
+MESSAGE_CHARS = 800  # the longest line of a message (an 'allowed here' list fits)
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def builtin_names() -> list[str]:
@@ -22,53 +70,418 @@ def builtin_text(name: str) -> str:
     return (resources.files("fedjoule.scenarios") / "builtin" / f"{name}.yaml").read_text()
 
 
+# --------------------------------------------------------------------------- short values
+
+
+class _ShortRepr(reprlib.Repr):
+    """reprlib with small limits, no full repr of huge integers, dicts or dict subclasses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 2
+        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 4
+        self.maxstring = self.maxother = SHOWN_CHARS
+        self.maxlong = 40
+
+    def repr1(self, x, level):
+        if isinstance(x, bool) or x is None:
+            return repr(x)
+        if isinstance(x, int) and x.bit_length() > 128:
+            return f"<an integer of about {int(x.bit_length() * 0.30103) + 1} digits>"
+        if isinstance(x, dict):
+            if level <= 0:
+                return "{...}"
+            items = [
+                f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
+                for k, v in islice(x.items(), self.maxdict)
+            ]
+            more = ", ..." if len(x) > self.maxdict else ""
+            return "{" + ", ".join(items) + more + "}"
+        if isinstance(x, list):
+            return self.repr_list(x, level)
+        if isinstance(x, str):
+            return self.repr_str(x, level)
+        return super().repr1(x, level)
+
+
+_SHORT = _ShortRepr()
+
+
+def short(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """A one-line excerpt of `value`'s repr, at most `limit` characters."""
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails is shown as its type
+        text = f"<{type(value).__name__}>"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class Unreadable:
+    """A scalar that could not be converted to what its tag says (`!!int abc`, an integer
+    of 5,000 digits): kept as a value, so that validation reports it under its field."""
+
+    __slots__ = ("tag", "text", "why")
+
+    def __init__(self, tag: str, text: str, why: str) -> None:
+        self.tag, self.text, self.why = tag, text, why
+
+    def __repr__(self) -> str:
+        tag = self.tag.replace("tag:yaml.org,2002:", "!!")
+        return f"{tag} {short(self.text, 40)} ({self.why})"
+
+
+class YamlMapping(dict):
+    """A mapping read from YAML that remembers the line of each key (for messages)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.key_lines: dict[Any, int] = {}
+        self.overridden: set[Any] = set()
+
+
+class _Resolver(Resolver):
+    """YAML 1.1 implicit types plus YAML 1.2 floats written without a dot: 1e6, 2E-3."""
+
+
+_Resolver.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+try:
+    from yaml.cyaml import CParser as _EventSource  # libyaml's parser: events, no recursion
+except ImportError:  # pragma: no cover - libyaml missing: the pure-Python reader and parser
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _EventSource(Reader, Scanner, Parser):  # type: ignore[no-redef]
+        def __init__(self, stream) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+
+
+class _Loader(_EventSource, SafeConstructor, _Resolver):
+    """A safe loader that composes without recursion and records problems (see module doc)."""
+
+    def __init__(self, text: str) -> None:
+        _EventSource.__init__(self, text)
+        SafeConstructor.__init__(self)
+        _Resolver.__init__(self)
+        self.duplicates: list[str] = []
+
+    def get_single_node(self):
+        return _compose(self)
+
+    def _number(self, node, convert):
+        if len(node.value) > MAX_NUMBER_CHARS:
+            return Unreadable(node.tag, node.value, f"{len(node.value)} characters: too long")
+        try:
+            return convert(self, node)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError):
+            return Unreadable(node.tag, node.value, "does not fit its tag")
+
+    def construct_yaml_int(self, node):
+        return self._number(node, SafeConstructor.construct_yaml_int)
+
+    def construct_yaml_float(self, node):
+        return self._number(node, SafeConstructor.construct_yaml_float)
+
+    def construct_yaml_bool(self, node):
+        return self._number(node, SafeConstructor.construct_yaml_bool)
+
+    def construct_yaml_timestamp(self, node):
+        return self._number(node, SafeConstructor.construct_yaml_timestamp)
+
+    def construct_yaml_map(self, node):
+        data = YamlMapping()
+        yield data
+        data.update(self.construct_mapping(node))
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node)
+            try:
+                data.key_lines.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: construct_mapping has refused it already
+                pass
+
+
+for _tag, _method in [
+    ("int", _Loader.construct_yaml_int),
+    ("float", _Loader.construct_yaml_float),
+    ("bool", _Loader.construct_yaml_bool),
+    ("timestamp", _Loader.construct_yaml_timestamp),
+    ("map", _Loader.construct_yaml_map),
+]:
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _method)
+
+
+class _Frame:
+    """A collection being composed: its node, the key waiting for its value, keys seen."""
+
+    __slots__ = ("node", "key", "seen", "height", "count")
+
+    def __init__(self, node) -> None:
+        self.node, self.key, self.seen, self.height, self.count = node, None, {}, 1, 1
+
+
+def _compose(loader: _Loader):
+    """The document's node graph, built from parser events with an explicit stack."""
+    loader.get_event()  # stream start
+    if loader.check_event(StreamEndEvent):
+        loader.get_event()
+        return None
+    loader.get_event()  # document start
+    anchors: dict[str, Any] = {}
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values when expanded)
+    open_ids: set[int] = set()
+    stack: list[_Frame] = []
+    get_event, resolve = loader.get_event, loader.resolve
+    nodes = 0
+
+    def fail(problem: str, mark):
+        return ComposerError(None, None, problem, mark)
+
+    while True:
+        event = get_event()
+        kind = type(event)
+        nodes += kind is not SequenceEndEvent and kind is not MappingEndEvent
+        if nodes > MAX_NODES:
+            raise fail(
+                f"more than {MAX_NODES:,} values, where a scenario has a few hundred",
+                event.start_mark,
+            )
+        if kind is ScalarEvent:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(ScalarNode, event.value, event.implicit)
+            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            height = count = 1
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+                measured[id(node)] = (1, 1)
+        elif kind is SequenceStartEvent or kind is MappingStartEvent:
+            node_class = SequenceNode if kind is SequenceStartEvent else MappingNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(node_class, None, event.implicit)
+            node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+            if len(stack) >= MAX_DEPTH:
+                raise fail(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+            stack.append(_Frame(node))
+            open_ids.add(id(node))
+            continue
+        elif kind is SequenceEndEvent or kind is MappingEndEvent:
+            frame = stack.pop()
+            node = frame.node
+            node.end_mark = event.end_mark
+            open_ids.discard(id(node))
+            height, count = frame.height, frame.count
+            measured[id(node)] = (height, count)
+        elif kind is AliasEvent:
+            node = anchors.get(event.anchor)
+            if node is None:
+                raise fail(f"found undefined alias {event.anchor!r}", event.start_mark)
+            if id(node) in open_ids:
+                raise fail(f"alias *{event.anchor} refers to itself", event.start_mark)
+            height, count = measured[id(node)]
+            if len(stack) + height > MAX_DEPTH:
+                raise fail(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        else:  # pragma: no cover - the parser yields nothing else inside a document
+            raise fail(f"unexpected {kind.__name__}", event.start_mark)
+        if not stack:
+            root = node
+            break
+        parent = stack[-1]
+        if height >= parent.height:
+            parent.height = height + 1
+        parent.count += count
+        if parent.count > MAX_VALUES:
+            raise fail(
+                f"more than {MAX_VALUES:,} values (counting what each alias expands to)",
+                event.start_mark,
+            )
+        if parent.node.__class__ is SequenceNode:
+            parent.node.value.append(node)
+        elif parent.key is None:
+            parent.key = node
+            if node.__class__ is ScalarNode and node.tag != MERGE_TAG:
+                key = (node.tag, node.value)
+                line = node.start_mark.line + 1
+                if key in parent.seen:
+                    first = parent.seen[key]
+                    loader.duplicates.append(_duplicate(stack, node.value, first, line))
+                else:
+                    parent.seen[key] = line
+        else:
+            parent.node.value.append((parent.key, node))
+            parent.key = None
+    loader.get_event()  # document end
+    if not loader.check_event(StreamEndEvent):
+        event = loader.get_event()
+        raise fail("expected one document, found another ('---')", event.start_mark)
+    loader.get_event()
+    return root
+
+
+def _duplicate(stack: list[_Frame], key: str, first: int, line: int) -> str:
+    parts = []
+    for frame in stack[:-1]:  # the key or index under which the next frame sits
+        if isinstance(frame.node, SequenceNode):
+            parts.append(str(len(frame.node.value)))
+        elif isinstance(frame.key, ScalarNode):
+            parts.append(frame.key.value)
+        else:
+            parts.append("?")
+    path = ".".join([*parts, key])
+    return f"duplicate key {short(path)} at line {line} (first at line {first})"
+
+
+def parse_yaml(text: str, label: str) -> Any:
+    """The value of one YAML document, or FedjouleError naming `label` and the line."""
+    loader = None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FedjouleError(
+            f"{label}: not valid YAML: character {exc.object[exc.start]!r} at position "
+            f"{exc.start} is not text (not encodable as UTF-8)"
+        ) from None
+    try:
+        loader = _Loader(text)
+        node = loader.get_single_node()
+        if loader.duplicates:
+            lines = _capped(loader.duplicates)
+            raise FedjouleError(
+                f"{label}: a key appears twice in one mapping (the later value would silently "
+                "replace the earlier):\n  " + "\n  ".join(lines)
+            )
+        return None if node is None else loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise FedjouleError(f"{label}: not valid YAML: {_yaml_problem(exc)}") from None
+    except RecursionError:
+        raise FedjouleError(f"{label}: not valid YAML: nested too deeply") from None
+    except FedjouleError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last net: any reader failure is the file's
+        raise FedjouleError(
+            f"{label}: could not be read as YAML ({type(exc).__name__}: {_one_line(exc, 120)})"
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        return _one_line(where + what, 200)
+    return _one_line(str(exc), 200)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _source_text(source: str | Path) -> tuple[str, str]:
+    """The text of a scenario file or built-in name, and a label for messages."""
+    name = str(source)
+    if "\x00" in name or len(name) > 4096:
+        raise FedjouleError(f"no scenario file or built-in scenario named {short(name)}")
+    path = Path(source)
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):
+        exists = False
+    if path.suffix in (".yaml", ".yml") or exists:
+        label = short(str(path), 200).strip("'\"")
+        try:
+            if path.is_dir():
+                raise FedjouleError(f"scenario file {label} is a folder; give a YAML file")
+            if not path.is_file():
+                raise FedjouleError(
+                    f"scenario file {label} not found; give a YAML file or one of the built-in "
+                    f"scenarios: {', '.join(builtin_names())}"
+                )
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise FedjouleError(
+                f"scenario file {label}: cannot be read ({exc.strerror or type(exc).__name__})"
+            ) from None
+        if len(data) > MAX_FILE_BYTES:
+            raise FedjouleError(
+                f"{label}: larger than {MAX_FILE_BYTES // 1024} KiB, which no scenario is (the "
+                "built-in ones are about 2 KB); is it the right file?"
+            )
+        try:
+            return data.decode("utf-8-sig"), label
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise FedjouleError(
+                f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); a "
+                "scenario is a YAML text file"
+            ) from None
+    if name in builtin_names():
+        return builtin_text(name), f"built-in scenario '{name}'"
+    raise FedjouleError(
+        f"no scenario file or built-in scenario named {short(name)}; built-in scenarios: "
+        f"{', '.join(builtin_names())} (`fedjoule scenarios` lists them)"
+    )
+
+
 def read_source(source: str | Path) -> tuple[dict[str, Any], str]:
     """The raw mapping of a scenario file or built-in name, and a label for messages."""
-    path = Path(source)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise FedjouleError(
-                f"scenario file {path} not found; give a YAML file or one of the built-in "
-                f"scenarios: {', '.join(builtin_names())}"
-            )
-        text, label = path.read_text(), str(path)
-    elif str(source) in builtin_names():
-        text, label = builtin_text(str(source)), f"built-in scenario '{source}'"
-    else:
-        raise FedjouleError(
-            f"no scenario file or built-in scenario named '{source}'; built-in scenarios: "
-            f"{', '.join(builtin_names())} (`fedjoule scenarios` lists them)"
-        )
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise FedjouleError(f"{label}: not valid YAML: {exc}") from None
+    text, label = _source_text(source)
+    raw = parse_yaml(text, label)
     if raw is None:
-        raw = {}
+        raw = YamlMapping()
     if not isinstance(raw, dict):
-        raise FedjouleError(f"{label}: a scenario must be a mapping of sections, got {raw!r}")
+        raise FedjouleError(
+            f"{label}: a scenario must be a mapping of sections (name:, training:, ...), "
+            f"got {_kind(raw)}: {short(raw)}"
+        )
     return raw, label
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply `dotted.key=value` overrides; values are parsed as YAML (numbers, lists, null)."""
     for item in overrides:
+        shown = f"--set {short(item)}"
+        if len(item) > MAX_OVERRIDE_CHARS:
+            raise FedjouleError(f"{shown}: longer than {MAX_OVERRIDE_CHARS:,} characters")
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise FedjouleError(
-                f"--set {item!r}: expected dotted.key=value, e.g. training.rounds=5"
-            )
-        value = yaml.safe_load(text) if text.strip() else ""
-        node = raw
+            raise FedjouleError(f"{shown}: expected dotted.key=value, e.g. training.rounds=5")
         parts = key.strip().split(".")
+        if not all(p.strip() for p in parts):
+            raise FedjouleError(f"{shown}: the key has an empty part; e.g. training.rounds=5")
+        value = parse_yaml(text, shown) if text.strip() else ""
+        node = raw
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise FedjouleError(f"--set {item!r}: '{part}' is a value, not a section")
+                raise FedjouleError(f"{shown}: {short(part)} is a value, not a section")
             node = child
         node[parts[-1]] = value
+        if isinstance(node, YamlMapping):
+            node.key_lines.pop(parts[-1], None)
+            node.overridden.add(parts[-1])
     return raw
 
 
@@ -79,42 +492,340 @@ def load_scenario(source: str | Path = "default", overrides: list[str] | None = 
     return validate(raw, label)
 
 
+# --------------------------------------------------------------------------- validation
+
+
+@dataclass
+class Problem:
+    """One problem of a scenario: where (key path), what, and the line it is on."""
+
+    loc: tuple
+    message: str
+    line: int | str | None = None
+    section: bool = False  # loc is a section (problems with its keys), not a field
+
+    def text(self) -> str:
+        if self.section:
+            where = f"section '{_path(self.loc)}'" if self.loc else "top level"
+        else:
+            where = f"field '{_path(self.loc)}'" if self.loc else "top level"
+        if self.line is not None:
+            where += f" (line {self.line})" if isinstance(self.line, int) else f" ({self.line})"
+        return _one_line(f"{where}: {self.message}")
+
+
 def validate(raw: dict[str, Any], label: str) -> Scenario:
+    """The Scenario `raw` describes, or one FedjouleError listing all its problems."""
+    if not isinstance(raw, dict):
+        raise FedjouleError(
+            f"{label}: a scenario must be a mapping of sections, got {_kind(raw)}: {short(raw)}"
+        )
+    known, unknown = split_unknown(raw)
+    errors: list[dict] = []
     try:
-        return Scenario.model_validate(raw)
+        scenario = Scenario.model_validate(known)
     except ValidationError as exc:
-        lines = [describe_error(err) for err in exc.errors()]
-        raise FedjouleError(f"{label}: invalid scenario\n  " + "\n  ".join(lines)) from None
+        errors = exc.errors(include_url=False)
+    except RecursionError:
+        raise FedjouleError(f"{label}: invalid scenario: nested too deeply") from None
+    if not errors and not unknown:
+        return scenario
+    problems = scenario_problems(raw, errors, unknown)
+    lines = _capped([p.text() for p in problems])
+    count = f"{len(problems)} problems" if len(problems) != 1 else "1 problem"
+    raise FedjouleError(f"{label}: invalid scenario ({count})\n  " + "\n  ".join(lines))
+
+
+def _capped(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_LINES:
+        return lines
+    return lines[:MAX_LINES] + [f"... and {len(lines) - MAX_LINES} more"]
+
+
+def split_unknown(raw: dict) -> tuple[dict, dict[tuple, tuple[type[BaseModel], list]]]:
+    """`raw` without its unknown keys (copies only the mappings that had some), and the
+    unknown keys of each section: {key path of the section: (its model, [keys])}. Checking
+    them here, once per section, keeps 200,000 unknown keys from making 200,000 errors."""
+    from fedjoule.algorithms.registry import ALGORITHMS
+
+    unknown: dict[tuple, tuple[type[BaseModel], list]] = {}
+
+    def visit(model: type[BaseModel], data: dict, loc: tuple) -> dict:
+        fields = model.model_fields
+        extra = [k for k in data if not (isinstance(k, str) and k in fields)]
+        out = data
+        if extra:
+            unknown[loc] = (model, extra)
+            out = {k: v for k, v in data.items() if isinstance(k, str) and k in fields}
+        for name in list(out):
+            value, new = out[name], None
+            if model is Scenario and name == "algorithm":
+                tag = value.get("name") if isinstance(value, dict) else None
+                if isinstance(tag, str) and tag in ALGORITHMS:
+                    new = visit(ALGORITHMS[tag][1], value, (*loc, name))
+            else:
+                sub, is_list = _section_of(fields[name].annotation)
+                if sub is not None and not is_list and isinstance(value, dict):
+                    new = visit(sub, value, (*loc, name))
+                elif sub is not None and is_list and isinstance(value, list):
+                    items = [
+                        visit(sub, item, (*loc, name, i)) if isinstance(item, dict) else item
+                        for i, item in enumerate(value)
+                    ]
+                    if any(a is not b for a, b in zip(items, value, strict=True)):
+                        new = items
+            if new is not None and new is not value:
+                if out is data:
+                    out = dict(data)
+                out[name] = new
+        return out
+
+    return visit(Scenario, raw, ()), unknown
+
+
+def scenario_problems(
+    raw: dict[str, Any], errors: list[dict], unknown: dict | None = None
+) -> list[Problem]:
+    """Every problem of `raw`, in the order of the file: pydantic's field errors, unknown
+    fields (grouped per section) and the cross-field checks over the fields that validated."""
+    problems: list[Problem] = []
+    bad: set[tuple] = set()  # each failing key path and all its prefixes
+    failed: set[tuple] = set()  # each failing key path
+    cross_messages = []
+    last: Problem | None = None
+    unknown = dict(unknown or {})
+    for err in errors:
+        loc, parent = _clean_loc(err["loc"])
+        if err["type"] == "cross_field":
+            cross_messages.append(Problem(loc, _one_line(err["msg"]), section=True))
+            continue
+        if err["type"] == "extra_forbidden" and loc and parent is not None:
+            unknown.setdefault(loc[:-1], (parent, []))[1].append(loc[-1])
+            continue
+        bad.update(loc[:i] for i in range(1, len(loc) + 1))
+        failed.add(loc)
+        message = _message(err)
+        if last is not None and last.loc == loc:  # one line for a union's members
+            if message not in last.message:
+                last.message = f"{last.message}; or {message}"
+            continue
+        last = Problem(loc, message, _line(raw, loc))
+        problems.append(last)
+    for group, (parent, keys) in unknown.items():
+        problems.append(_unknown_problem(raw, group, parent, keys))
+    cross = cross_field_problems(raw, bad, failed)
+    problems += cross if cross or not cross_messages else cross_messages
+    problems.sort(key=lambda p: p.line if isinstance(p.line, int) else float("inf"))
+    return problems
+
+
+def _message(err: dict) -> str:
+    """pydantic's message, made plainer for the common slips, with a short excerpt of the value."""
+    kind, message, value = err["type"], err["msg"].removeprefix("Value error, "), err.get("input")
+    if isinstance(value, bool) and kind in ("int_type", "float_type"):
+        message = f"{message}, not true/false"
+    elif kind == "int_type" and isinstance(value, float):
+        message = "Input should be a whole number"
+    elif kind == "finite_number":
+        message = "Input should be a finite number (NaN and infinity are not allowed)"
+    if kind in ("missing", "union_tag_not_found") or "input" not in err:
+        return message
+    if isinstance(value, Unreadable):
+        return f"{message} (got {value!r})"
+    if isinstance(value, dict | list):
+        return f"{message} (got {_kind(value)})"
+    return f"{message} (got {short(value)})"
 
 
 def describe_error(err: dict[str, Any]) -> str:
     """One line naming the field path, the bad value and what is allowed."""
-    loc = _without_union_tag([str(p) for p in err["loc"]])
-    path = ".".join(loc) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        allowed = fields_at(loc[:-1], algorithm=_algorithm_tag(err["loc"]))
-        hint = difflib.get_close_matches(loc[-1], allowed, n=1)
+    loc, _ = _clean_loc(err["loc"])
+    return Problem(loc, _message(err)).text()
+
+
+def _unknown_problem(raw, group: tuple, parent, keys: list) -> Problem:
+    allowed = sorted(parent.model_fields) if parent is not None else []
+
+    def named(key) -> str:
+        hint = difflib.get_close_matches(key, allowed, n=1) if isinstance(key, str) else []
         guess = f" (did you mean '{hint[0]}'?)" if hint else ""
-        return f"unknown field '{path}'{guess}; allowed here: {', '.join(allowed)}"
-    message = err["msg"].removeprefix("Value error, ")
-    if not loc:
-        return message
-    value = err.get("input")
-    shown = (
-        ""
-        if isinstance(value, dict | list) or err["type"] == "union_tag_invalid"
-        else (f" (got {value!r})")
+        return f"{short(key, 40)}{guess}"
+
+    allowed_text = ", ".join(allowed)
+    if len(keys) == 1:
+        loc = (*group, keys[0])
+        return Problem(
+            loc,
+            f"unknown field {named(keys[0])}; allowed here: {allowed_text}",
+            _line(raw, loc),
+        )
+    shown = ", ".join(named(k) for k in keys[:5])
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return Problem(
+        group,
+        f"{len(keys)} unknown fields: {shown}{more}; allowed here: {allowed_text}",
+        _line(raw, (*group, keys[0])),
+        section=True,
     )
-    return f"field '{path}': {message}{shown}"
 
 
-def _algorithm_tag(loc: tuple) -> str | None:
-    """pydantic puts the chosen algorithm's name into the path: ('algorithm', 'fedprox', ...)."""
-    return str(loc[1]) if len(loc) > 1 and loc[0] == "algorithm" else None
+def _path(loc: tuple) -> str:
+    return ".".join(short(p, 40) if not isinstance(p, str | int) else str(p) for p in loc)
 
 
-def _without_union_tag(loc: list[str]) -> list[str]:
-    return loc[:1] + loc[2:] if len(loc) > 1 and loc[0] == "algorithm" else loc
+def _kind(value) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, str):
+        return "a text"
+    return f"a {type(value).__name__}"
+
+
+def _line(raw, loc: tuple) -> int | str | None:
+    """The line of the key at `loc` in the file (or '--set'), when known."""
+    node, line = raw, None
+    for part in loc:
+        if isinstance(node, YamlMapping):
+            try:
+                if part in node.overridden:
+                    line = "--set"
+                elif part in node.key_lines:
+                    line = node.key_lines[part]
+            except TypeError:
+                return line
+        if isinstance(node, dict) and _has(node, part):
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _has(mapping: dict, key) -> bool:
+    try:
+        return key in mapping
+    except TypeError:
+        return False
+
+
+def _section_of(annotation) -> tuple[type[BaseModel] | None, bool]:
+    """(model, is a list of it) for a field holding a section or a list of sections."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    if typing.get_origin(annotation) is list:
+        item = typing.get_args(annotation)[0]
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return item, True
+    return None, False
+
+
+def _clean_loc(loc) -> tuple[tuple, type[BaseModel] | None]:
+    """An error location as the user's key path (pydantic's union member tags dropped), and
+    the model holding its last part (for the names allowed next to an unknown field)."""
+    from fedjoule.algorithms.registry import ALGORITHMS
+
+    out: list = []
+    model: type[BaseModel] | None = Scenario
+    item_model: type[BaseModel] | None = None
+    parent: type[BaseModel] | None = Scenario
+    parts = list(loc)
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if model is not None:
+            out.append(part)
+            parent = model
+            if model is Scenario and part == "algorithm":
+                tag = parts[i + 1] if i + 1 < len(parts) else None
+                model = ALGORITHMS[tag][1] if isinstance(tag, str) and tag in ALGORITHMS else None
+                i += 2 if model is not None else 1
+                continue
+            info = model.model_fields.get(part) if isinstance(part, str) else None
+            model, item_model = None, None
+            if info is not None:
+                sub, is_list = _section_of(info.annotation)
+                model, item_model = (None, sub) if is_list else (sub, None)
+        elif isinstance(part, int):
+            out.append(part)
+            if item_model is not None:
+                model, item_model = item_model, None
+        # else: a union member tag ('float', 'list[...]'), not part of the user's path
+        i += 1
+    return tuple(out), parent
+
+
+class _RawView:
+    """A section's raw values for the cross-field checks: a value whose field did not
+    validate raises Invalid (the check is skipped); a missing one is the default."""
+
+    __slots__ = ("_model", "_data", "_loc", "_bad", "_failed")
+
+    def __init__(self, model, data: dict, loc: tuple, bad: set, failed: set) -> None:
+        self._model, self._data, self._loc = model, data, loc
+        self._bad, self._failed = bad, failed
+
+    def __getattr__(self, name: str):
+        info = self._model.model_fields.get(name)
+        if info is None:
+            raise AttributeError(name)
+        loc = (*self._loc, name)
+        if not _has(self._data, name):
+            if info.default_factory is not None:
+                return info.default_factory()
+            return info.default
+        value = self._data[name]
+        sub, is_list = _section_of(info.annotation)
+        if sub is not None and is_list:
+            # a bad field inside one entry spoils only the checks that read that field
+            if loc in self._failed or not isinstance(value, list):
+                raise Invalid(name)
+            if not all(isinstance(item, dict) for item in value):
+                raise Invalid(name)
+            return [
+                _RawView(sub, item, (*loc, i), self._bad, self._failed)
+                for i, item in enumerate(value)
+            ]
+        if sub is not None:
+            if not isinstance(value, dict):
+                raise Invalid(name)
+            return _RawView(sub, value, loc, self._bad, self._failed)
+        if loc in self._bad:
+            raise Invalid(name)
+        return value
+
+
+def cross_field_problems(raw: dict, bad: set[tuple], failed: set[tuple]) -> list[Problem]:
+    """The cross-field checks of every section of `raw`, skipping those that need a value
+    whose own validation failed (`failed`: the failing key paths, `bad`: those and every
+    prefix of them)."""
+    problems: list[Problem] = []
+
+    def visit(model, data: dict, loc: tuple) -> None:
+        view = _RawView(model, data, loc, bad, failed)
+        for check in model.cross_checks:
+            try:
+                for field, message in check(view):
+                    where = (*loc, *field.split("."))
+                    problems.append(Problem(where, message, _line(raw, where)))
+            except (Invalid, TypeError, ValueError, AttributeError):
+                continue
+        for name, info in model.model_fields.items():
+            sub, is_list = _section_of(info.annotation)
+            if sub is None or not _has(data, name):
+                continue
+            value = data[name]
+            if is_list and isinstance(value, list) and (*loc, name) not in failed:
+                for i, item in enumerate(value):
+                    if isinstance(item, dict):
+                        visit(sub, item, (*loc, name, i))
+            elif not is_list and isinstance(value, dict):
+                visit(sub, value, (*loc, name))
+
+    visit(Scenario, raw, ())
+    return problems
 
 
 def fields_at(loc: list[str], algorithm: str | None = None) -> list[str]:
@@ -128,19 +839,8 @@ def fields_at(loc: list[str], algorithm: str | None = None) -> list[str]:
         if part.isdigit() or model is None:
             continue
         info = model.model_fields.get(part)
-        model = _model_of(info.annotation) if info else None
+        model = _section_of(info.annotation)[0] if info else None
     return sorted(model.model_fields) if model else []
-
-
-def _model_of(annotation) -> type[BaseModel] | None:
-    """The pydantic model inside an annotation such as `list[DeviceClass]`."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found:
-            return found
-    return None
 
 
 def scenario_yaml(scenario: Scenario) -> str:

@@ -3,37 +3,113 @@
 Each section is a pydantic model with extra="forbid", so a misspelt field is an
 error. Field descriptions are the documentation: docs/scenario-reference.md is
 generated from them (`fedjoule reference`).
+
+Values are checked strictly: numbers must be finite (no NaN or inf), true/false is not
+a number, text is not a number, and integer fields take whole numbers only (1.0e6 is
+read as 1000000, 2.5 is an error). Every count, size and time has an upper bound far
+above any real deployment, so that no legal scenario exhausts memory or runs forever.
+
+Checks that relate several fields (cross-field checks) are small functions listed in
+each section's `cross_checks`; they run as a model validator, and
+`fedjoule.scenarios.loading.validate` also runs them on a partly invalid file so that
+one pass reports every problem.
 """
 
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection
 
+# Upper bounds (see each field's description for why).
+MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
+MAX_ROUNDS = 1_000_000  # papers run <= 10,000 rounds; rounds.csv stays < 1 GB
+MAX_TIME_S = 1.0e9  # about 32 years of simulated time: no round, period or wait is longer
+MAX_CELLS = 1_000  # a large city's sites; client-to-cell association is N x cells
+MAX_DB = 300.0  # any dB/dBm value: keeps 10^(x/10) and its square finite
+MAX_SEED = 2**63 - 1  # fits a signed 64-bit integer in every output and tool
+
+
+def _whole_number(value):
+    """Integer fields take whole-number floats (YAML reads 1.0e6 as a float); a fractional,
+    non-finite or boolean value is left for strict validation to reject."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_whole_number)]
+"""An integer field: whole numbers (also written as 1.0e6), never true/false."""
+
 
 class Section(BaseModel):
-    """A scenario section: unknown fields are errors."""
+    """A scenario section: unknown fields are errors, numbers are finite, types strict."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    # Checks over several fields of the section: each takes the section (or a view of its
+    # raw values that raises fedjoule.scenarios.schema.Invalid for a value that did not
+    # validate) and yields (field name, message) for each problem.
+    cross_checks: ClassVar[tuple[Callable[..., Iterator[tuple[str, str]]], ...]] = ()
+
+    @model_validator(mode="after")
+    def _cross_field(self):
+        problems = [
+            f"{field}: {message}"
+            for check in type(self).cross_checks
+            for field, message in check(self)
+        ]
+        if problems:
+            raise PydanticCustomError("cross_field", "{message}", {"message": "; ".join(problems)})
+        return self
+
+
+class Invalid(Exception):  # noqa: N818 - a signal, not an error
+    """A cross-field check needs a value that did not validate: the check is skipped."""
 
 
 class SyntheticData(Section):
     """The FedDyn/FedDC synthetic logistic generator (ALGORITHMS.md §11.2)."""
 
-    dim: int = Field(30, ge=1, description="Feature dimension d.")
-    classes: int = Field(5, ge=2, description="Number of classes C.")
-    avg_samples: int = Field(200, ge=1, description="Mean training samples per client.")
-    alpha: float = Field(1.0, ge=0, description="Spread of the per-client labelling models.")
-    beta: float = Field(1.0, ge=0, description="Spread of the per-client feature means.")
+    dim: Int = Field(
+        30, ge=1, le=100_000, description="Feature dimension d (at most 100,000 per sample)."
+    )
+    classes: Int = Field(5, ge=2, le=1_000, description="Number of classes C.")
+    avg_samples: Int = Field(
+        200,
+        ge=1,
+        le=1_000_000,
+        description="Mean training samples per client (at most 1,000,000: the data of all "
+        "clients is generated in memory).",
+    )
+    alpha: float = Field(
+        1.0, ge=0, le=1_000, description="Spread of the per-client labelling models."
+    )
+    beta: float = Field(1.0, ge=0, le=1_000, description="Spread of the per-client feature means.")
     size_sigma: float = Field(
-        0.0, ge=0, description="Log-normal sigma of client sizes (0: all equal)."
+        0.0,
+        ge=0,
+        le=3,
+        description="Log-normal sigma of client sizes (0: all equal). At most 3: sizes are "
+        "not normalised, and sigma 3 already gives clients 1,000 times the mean.",
     )
     iid_sol: bool = Field(False, description="One labelling model shared by all clients.")
     iid_dat: bool = Field(False, description="Zero feature means for every client.")
-    test_samples: int = Field(
-        100, ge=1, description="Held-out test samples per client, from its own distribution."
+    test_samples: Int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Held-out test samples per client, from its own distribution.",
     )
 
 
@@ -49,24 +125,39 @@ class DatasetSection(Section):
         "client). Ignored for synthetic, whose data is generated per client.",
     )
     dirichlet_alpha: float = Field(
-        0.3, gt=0, description="Dirichlet concentration (smaller: more skew)."
+        0.3, gt=0, le=1e6, description="Dirichlet concentration (smaller: more skew)."
     )
-    shards_per_client: int = Field(2, ge=1, description="Shards per client for `shards`.")
+    shards_per_client: Int = Field(2, ge=1, le=1_000, description="Shards per client for `shards`.")
     sizes: Literal["equal", "lognormal", "zipf"] = Field(
         "equal", description="Client dataset sizes: equal, lognormal (§11.4) or zipf (§8.4)."
     )
-    size_sigma: float = Field(0.3, ge=0, description="Log-normal sigma for sizes=lognormal.")
-    zipf_s: float = Field(1.2, gt=0, description="Zipf exponent for sizes=zipf.")
-    min_client_samples: int = Field(
-        10, ge=1, description="Smallest client training set (lognormal, zipf)."
+    size_sigma: float = Field(0.3, ge=0, le=10, description="Log-normal sigma for sizes=lognormal.")
+    zipf_s: float = Field(
+        1.2,
+        gt=0,
+        le=10,
+        description="Zipf exponent for sizes=zipf (at most 10: rank^-s stays above zero).",
     )
-    local_test_samples: int = Field(
+    min_client_samples: Int = Field(
+        10, ge=1, le=1_000_000, description="Smallest client training set (lognormal, zipf)."
+    )
+    local_test_samples: Int = Field(
         200,
         ge=1,
+        le=100_000,
         description="Test samples per client, drawn from the global test set with the "
         "client's label mix; they give worst-client accuracy.",
     )
     synthetic: SyntheticData = Field(default_factory=SyntheticData)
+
+
+def _zero_init(v) -> Iterator[tuple[str, str]]:
+    if v.zero_init and v.name != "logistic":
+        yield (
+            "zero_init",
+            f"zero_init is only for the logistic model: a zero-initialised {v.name} has "
+            "identical hidden units and zero gradients, so it never learns",
+        )
 
 
 class ModelSection(Section):
@@ -77,35 +168,45 @@ class ModelSection(Section):
         description="logistic regression; mlp (hidden layers below, ReLU); cnn (MNIST-class: "
         "conv 5x5 32 and 64 with max-pool, FC 512, FC classes).",
     )
-    hidden: list[int] = Field([200, 200], description="Hidden layer widths of the mlp.")
+    hidden: list[Annotated[Int, Field(ge=1, le=10_000)]] = Field(
+        [200, 200],
+        max_length=32,
+        description="Hidden layer widths of the mlp: at most 32 layers of 1 to 10,000 units "
+        "(a 10,000 x 10,000 layer is already 100 million parameters per client copy).",
+    )
     zero_init: bool = Field(
         False,
         description="Start from all-zero parameters (the FedDyn synthetic setting; logistic "
         "only: a zero MLP or CNN is symmetric and never learns).",
     )
 
-    @model_validator(mode="after")
-    def _zero_init(self):
-        if self.zero_init and self.name != "logistic":
-            raise ValueError(
-                f"zero_init is only for the logistic model: a zero-initialised {self.name} "
-                "has identical hidden units and zero gradients, so it never learns"
-            )
-        return self
+    cross_checks = (_zero_init,)
 
 
 class TrainingSection(Section):
     """Rounds, local work and evaluation."""
 
-    rounds: int = Field(100, ge=1, description="Number of communication rounds.")
-    local_steps: int = Field(10, ge=1, description="Local SGD steps K per round.")
+    rounds: Int = Field(
+        100, ge=1, le=MAX_ROUNDS, description="Number of communication rounds (at most 1,000,000)."
+    )
+    local_steps: Int = Field(
+        10, ge=1, le=100_000, description="Local SGD steps K per round (at most 100,000)."
+    )
     local_epochs: float | None = Field(
         None,
         gt=0,
+        le=1_000,
         description="Local work as epochs instead of steps: client i runs "
-        "ceil(local_epochs * n_i / batch_size) steps (replaces local_steps when set).",
+        "ceil(local_epochs * n_i / batch_size) steps (replaces local_steps when set; at "
+        "most 1,000 epochs).",
     )
-    batch_size: int = Field(32, ge=1, description="Minibatch size B.")
+    batch_size: Int = Field(
+        32,
+        ge=1,
+        le=10_000,
+        description="Minibatch size B (at most 10,000: every selected client holds a batch "
+        "in memory at once).",
+    )
     lr: float = Field(0.1, gt=0, description="Local learning rate at round 0.")
     lr_decay: float = Field(
         1.0, gt=0, le=1, description="Per-round learning-rate factor: lr_t = lr * lr_decay^t."
@@ -114,16 +215,28 @@ class TrainingSection(Section):
     clip_grad_norm: float | None = Field(
         None, gt=0, description="Clip each client's step gradient to this norm (none: off)."
     )
-    clients_per_round: int = Field(10, ge=1, description="Clients selected per round, m.")
+    clients_per_round: Int = Field(
+        10,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="Clients selected per round, m (at most population.size).",
+    )
     participation: Literal["fixed", "bernoulli"] = Field(
         "fixed",
         description="fixed: clients_per_round clients a round; bernoulli: every online client "
         "takes part with participation_prob (redrawn if nobody does; FedDyn/FedDC code).",
     )
     participation_prob: float = Field(
-        0.1, gt=0, le=1, description="Per-client probability for participation=bernoulli."
+        0.1,
+        ge=1e-6,
+        le=1,
+        description="Per-client probability for participation=bernoulli, at least 1e-6: the "
+        "redraws until somebody takes part cost about max(online clients, 1/p) random "
+        "numbers a round, so at most about a million.",
     )
-    eval_every: int = Field(1, ge=1, description="Evaluate the global model every n rounds.")
+    eval_every: Int = Field(
+        1, ge=1, le=MAX_ROUNDS, description="Evaluate the global model every n rounds."
+    )
     target_metric: Literal["accuracy", "worst_client_accuracy"] = Field(
         "accuracy", description="Metric for rounds/energy/time to target."
     )
@@ -135,42 +248,85 @@ class TrainingSection(Section):
     )
 
 
+def _cpu_range(v) -> Iterator[tuple[str, str]]:
+    if v.cpu_freq_min_hz > v.cpu_freq_max_hz:
+        yield (
+            "cpu_freq_min_hz",
+            f"cpu_freq_min_hz must not exceed cpu_freq_max_hz ({v.cpu_freq_max_hz:g}), "
+            f"got {v.cpu_freq_min_hz:g}",
+        )
+
+
+def _charge_range(v) -> Iterator[tuple[str, str]]:
+    if v.initial_charge_min > v.initial_charge_max:
+        yield (
+            "initial_charge_min",
+            f"initial_charge_min must not exceed initial_charge_max ({v.initial_charge_max:g}), "
+            f"got {v.initial_charge_min:g}",
+        )
+
+
+DB = Annotated[float, Field(ge=-MAX_DB, le=MAX_DB)]
+
+
+def _at_least_1_hz(value: float) -> float:
+    if value < 1:
+        raise PydanticCustomError(
+            "too_small", "Input should be at least 1 Hz (a transfer would take forever)"
+        )
+    return value
+
+
+# gt=0 first (the usual message for a negative value), then the 1 Hz floor
+Bandwidth = Annotated[float, Field(gt=0, le=1e12), AfterValidator(_at_least_1_hz)]
+
+
 class DeviceClass(Section):
     """One kind of edge device and its share of the population (WIRELESS.md, Devices)."""
 
-    name: str = Field("phone", description="Label used in outputs.")
+    name: str = Field("phone", min_length=1, max_length=100, description="Label used in outputs.")
     share: float = Field(1.0, gt=0, le=1, description="Fraction of the population.")
     compute: Literal["cpu", "accelerator"] = Field(
         "cpu", description="cpu: DVFS model; accelerator: FLOP/s model."
     )
-    cpu_freq_min_hz: float = Field(1.0e9, gt=0, description="CPU frequency range, low end (Hz).")
-    cpu_freq_max_hz: float = Field(2.0e9, gt=0, description="CPU frequency range, high end (Hz).")
-    kappa: float = Field(1e-28, gt=0, description="Effective switched capacitance (CPU model).")
-    flops_per_cycle: float = Field(
-        4.0, gt=0, description="FLOPs per CPU cycle; cycles/sample = 3 x forward FLOPs / this."
+    cpu_freq_min_hz: float = Field(
+        1.0e9, ge=1, le=1e12, description="CPU frequency range, low end (Hz)."
     )
-    peak_flops: float = Field(1.0e12, gt=0, description="Accelerator peak FLOP/s.")
-    efficiency: float = Field(0.3, gt=0, le=1, description="Accelerator achieved fraction.")
-    active_power_w: float = Field(7.5, gt=0, description="Accelerator power while training (W).")
-    tx_power_dbm: float = Field(23.0, description="Uplink transmit power (dBm).")
-    rx_power_w: float = Field(0.1, ge=0, description="Power while receiving (W).")
-    battery_j: float = Field(54_000.0, gt=0, description="Battery capacity (J).")
+    cpu_freq_max_hz: float = Field(
+        2.0e9, ge=1, le=1e12, description="CPU frequency range, high end (Hz)."
+    )
+    kappa: float = Field(
+        1e-28, gt=0, le=1, description="Effective switched capacitance (CPU model)."
+    )
+    flops_per_cycle: float = Field(
+        4.0,
+        ge=1e-3,
+        le=1e6,
+        description="FLOPs per CPU cycle; cycles/sample = 3 x forward FLOPs / this.",
+    )
+    peak_flops: float = Field(1.0e12, ge=1, le=1e18, description="Accelerator peak FLOP/s.")
+    efficiency: float = Field(0.3, ge=1e-6, le=1, description="Accelerator achieved fraction.")
+    active_power_w: float = Field(
+        7.5, gt=0, le=1e6, description="Accelerator power while training (W)."
+    )
+    tx_power_dbm: DB = Field(
+        23.0, description="Uplink transmit power (dBm; a phone sends at most about 23 dBm)."
+    )
+    rx_power_w: float = Field(0.1, ge=0, le=1e6, description="Power while receiving (W).")
+    battery_j: float = Field(54_000.0, ge=1e-3, le=1e15, description="Battery capacity (J).")
     initial_charge_min: float = Field(0.5, ge=0, le=1, description="Initial charge, low end.")
     initial_charge_max: float = Field(1.0, ge=0, le=1, description="Initial charge, high end.")
     battery_threshold: float = Field(
         0.2, ge=0, lt=1, description="Below this charge fraction the device stops taking part."
     )
     charge_power_w: float = Field(
-        10.0, ge=0, description="Charging power while plugged in (W; diurnal availability)."
+        10.0,
+        ge=0,
+        le=1e6,
+        description="Charging power while plugged in (W; diurnal availability).",
     )
 
-    @model_validator(mode="after")
-    def _ranges(self):
-        if self.cpu_freq_min_hz > self.cpu_freq_max_hz:
-            raise ValueError("cpu_freq_min_hz must not exceed cpu_freq_max_hz")
-        if self.initial_charge_min > self.initial_charge_max:
-            raise ValueError("initial_charge_min must not exceed initial_charge_max")
-        return self
+    cross_checks = (_cpu_range, _charge_range)
 
 
 class FreeloaderSection(Section):
@@ -182,65 +338,99 @@ class FreeloaderSection(Section):
         description="zero: send the global model back; replay: the last global update again; "
         "noisy: replay plus Gaussian noise of the update's per-coordinate scale.",
     )
-    noise_scale: float = Field(1.0, ge=0, description="Noise multiplier for `noisy`.")
+    noise_scale: float = Field(1.0, ge=0, le=1e6, description="Noise multiplier for `noisy`.")
+
+
+def _shares(v) -> Iterator[tuple[str, str]]:
+    total = sum(c.share for c in v.device_classes)
+    if abs(total - 1.0) > 1e-6:
+        yield "device_classes", f"device class shares must sum to 1, they sum to {total:g}"
+
+
+def _unique_names(v) -> Iterator[tuple[str, str]]:
+    names = [c.name for c in v.device_classes]
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        yield "device_classes", f"device class names must be unique, repeated: {repeated}"
 
 
 class PopulationSection(Section):
     """The clients: how many and of which device classes."""
 
-    size: int = Field(100, ge=1, description="Number of clients N.")
+    size: Int = Field(
+        100,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="Number of clients N, at most 10,000,000 (the system engine simulates "
+        "1,000,000 devices in about 1 GB; memory grows linearly).",
+    )
     freeloaders: FreeloaderSection = Field(default_factory=FreeloaderSection)
     device_classes: list[DeviceClass] = Field(
         default_factory=lambda: [DeviceClass()],
         min_length=1,
-        description="Device classes; their shares must sum to 1.",
+        max_length=1_000,
+        description="Device classes (1 to 1,000); their shares must sum to 1.",
     )
 
-    @model_validator(mode="after")
-    def _shares(self):
-        total = sum(c.share for c in self.device_classes)
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"device class shares must sum to 1, they sum to {total:g}")
-        names = [c.name for c in self.device_classes]
-        if len(set(names)) != len(names):
-            raise ValueError(f"device class names must be unique, got {names}")
-        return self
+    cross_checks = (_shares, _unique_names)
+
+
+def _radius(v) -> Iterator[tuple[str, str]]:
+    if v.min_distance_m >= v.cell_radius_m:
+        yield (
+            "min_distance_m",
+            f"min_distance_m must be below cell_radius_m ({v.cell_radius_m:g}), "
+            f"got {v.min_distance_m:g}",
+        )
 
 
 class ChannelSection(Section):
     """The wireless links between clients and the base station (WIRELESS.md, Channel)."""
 
-    snr_db: float | None = Field(
+    snr_db: DB | None = Field(
         None,
         description="A fixed uplink SNR (dB) for every client, replacing geometry and path "
         "loss; fading still applies. none: from geometry.",
     )
-    downlink_snr_db: float | None = Field(
+    downlink_snr_db: DB | None = Field(
         None, description="Fixed downlink SNR (dB) when snr_db is set (default: snr_db)."
     )
-    uplink_bandwidth_hz: float = Field(
-        10e6, gt=0, description="Uplink bandwidth shared by the round's clients (Hz)."
+    uplink_bandwidth_hz: Bandwidth = Field(
+        10e6,
+        description="Uplink bandwidth shared by the round's clients (Hz; at least 1 Hz, so "
+        "that no transfer takes forever).",
     )
-    downlink_bandwidth_hz: float = Field(20e6, gt=0, description="Broadcast bandwidth (Hz).")
-    bs_tx_power_dbm: float = Field(30.0, description="Base-station transmit power (dBm).")
+    downlink_bandwidth_hz: Bandwidth = Field(
+        20e6, description="Broadcast bandwidth (Hz; at least 1 Hz)."
+    )
+    bs_tx_power_dbm: DB = Field(
+        30.0, description="Base-station transmit power (dBm; macro sites use 43-46 dBm)."
+    )
     access: Literal["fdma", "tdma", "ofdma"] = Field(
         "fdma",
         description="Uplink sharing: fdma (equal split among those sending, processor "
         "sharing), tdma (one at a time), ofdma (resource_blocks blocks).",
     )
-    resource_blocks: int = Field(10, ge=1, description="OFDMA resource blocks R.")
+    resource_blocks: Int = Field(
+        10, ge=1, le=10_000, description="OFDMA resource blocks R (LTE: up to 100)."
+    )
     path_loss: Literal["macro-3gpp", "free-space", "log-distance"] = Field(
         "macro-3gpp",
         description="macro-3gpp: 128.1 + 37.6 log10(d_km) (TR 36.814); free-space; "
         "log-distance: pl0_db + 10 n log10(d/1 m).",
     )
-    carrier_hz: float = Field(2.0e9, gt=0, description="Carrier frequency for free-space (Hz).")
-    pl0_db: float = Field(40.0, description="Log-distance loss at 1 m (dB).")
-    pl_exponent: float = Field(3.5, gt=0, description="Log-distance exponent n.")
-    cell_radius_m: float = Field(500.0, gt=0, description="Clients uniform in a disc (m).")
-    min_distance_m: float = Field(10.0, gt=0, description="Closest client distance (m).")
+    carrier_hz: float = Field(
+        2.0e9, gt=0, le=1e13, description="Carrier frequency for free-space (Hz)."
+    )
+    pl0_db: DB = Field(40.0, description="Log-distance loss at 1 m (dB).")
+    pl_exponent: float = Field(3.5, gt=0, le=10, description="Log-distance exponent n.")
+    cell_radius_m: float = Field(500.0, gt=0, le=1e6, description="Clients uniform in a disc (m).")
+    min_distance_m: float = Field(10.0, gt=0, le=1e6, description="Closest client distance (m).")
     shadowing_sigma_db: float = Field(
-        8.0, ge=0, description="Log-normal shadowing sigma (dB), drawn once per client."
+        8.0,
+        ge=0,
+        le=100,
+        description="Log-normal shadowing sigma (dB), drawn once per client.",
     )
     fading: Literal["none", "rayleigh", "rician"] = Field(
         "rayleigh", description="Block fading, redrawn every round (see fading_per)."
@@ -258,28 +448,47 @@ class ChannelSection(Section):
         "waterfall: q = 1 - exp(-m/SNR) = 1 - exp(-m N0 b/(p gain)) (Chen et al., TWC 2021).",
     )
     outage_target_se_bps_per_hz: float = Field(
-        1.0, gt=0, description="Target spectral efficiency R of the rayleigh outage (bit/s/Hz)."
+        1.0,
+        gt=0,
+        le=100,
+        description="Target spectral efficiency R of the rayleigh outage (bit/s/Hz).",
     )
     waterfall_m: float = Field(
-        0.023, gt=0, description="Waterfall threshold m (linear; Chen et al. use 0.023)."
+        0.023,
+        gt=0,
+        le=1e6,
+        description="Waterfall threshold m (linear; Chen et al. use 0.023).",
     )
-    max_retx: int = Field(
+    max_retx: Int = Field(
         0,
         ge=0,
+        le=100,
         description="Retransmissions after a failed upload attempt (each costs airtime and "
-        "energy); after 1 + max_retx failures the update is dropped (dropped_outage).",
+        "energy); after 1 + max_retx failures the update is dropped (dropped_outage). "
+        "At most 100 (LTE HARQ allows 4 to 8).",
     )
-    rician_k: float = Field(3.0, ge=0, description="Rician K-factor (linear).")
-    noise_dbm_per_hz: float = Field(-174.0, description="Thermal noise PSD (dBm/Hz).")
-    noise_figure_db: float = Field(7.0, ge=0, description="Receiver noise figure (dB).")
-    bits_per_param: int = Field(32, ge=1, description="Bits per transmitted parameter.")
-    header_bits: int = Field(1_000, ge=0, description="Per-message header (bits).")
+    rician_k: float = Field(3.0, ge=0, le=1e6, description="Rician K-factor (linear).")
+    noise_dbm_per_hz: DB = Field(-174.0, description="Thermal noise PSD (dBm/Hz).")
+    noise_figure_db: float = Field(7.0, ge=0, le=MAX_DB, description="Receiver noise figure (dB).")
+    bits_per_param: Int = Field(
+        32, ge=1, le=64, description="Bits per transmitted parameter (1 to 64)."
+    )
+    header_bits: Int = Field(
+        1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
+    )
 
-    @model_validator(mode="after")
-    def _radius(self):
-        if self.min_distance_m >= self.cell_radius_m:
-            raise ValueError("min_distance_m must be below cell_radius_m")
-        return self
+    cross_checks = (_radius,)
+
+
+def _trace(v) -> Iterator[tuple[str, str]]:
+    if v.kind == "trace" and not v.trace_file:
+        yield "trace_file", "availability.kind=trace needs availability.trace_file"
+
+
+TIME_BOUND = (
+    "at most 1e9 s (about 32 years), which keeps every simulated time finite and "
+    "far from float64 rounding"
+)
 
 
 class AvailabilitySection(Section):
@@ -293,8 +502,19 @@ class AvailabilitySection(Section):
         "window); trace (online intervals replayed from trace_file).",
     )
     p_drop: float = Field(0.1, ge=0, lt=1, description="Per-round offline probability.")
-    mean_on_s: float = Field(1800.0, gt=0, description="Markov mean online period (s).")
-    mean_off_s: float = Field(600.0, gt=0, description="Markov mean offline period (s).")
+    mean_on_s: float = Field(
+        1800.0,
+        ge=1e-3,
+        le=MAX_TIME_S,
+        description="Markov mean online period (s), at least 1 ms (each client stores every "
+        f"state change up to the current time), {TIME_BOUND}.",
+    )
+    mean_off_s: float = Field(
+        600.0,
+        ge=1e-3,
+        le=MAX_TIME_S,
+        description="Markov mean offline period (s), at least 1 ms, at most 1e9 s.",
+    )
     diurnal_mean: float = Field(
         0.5, ge=0, le=1, description="Diurnal mean online probability p (fraction)."
     )
@@ -303,8 +523,10 @@ class AvailabilitySection(Section):
     )
     diurnal_phase_h: float = Field(
         0.0,
-        description="Diurnal phase phi of every client (h); the probability peaks at "
-        "t = phi + 6 h.",
+        ge=-8_760,
+        le=8_760,
+        description="Diurnal phase phi of every client (h, within a year either way); the "
+        "probability peaks at t = phi + 6 h.",
     )
     diurnal_phase_spread_h: float = Field(
         0.0,
@@ -320,18 +542,19 @@ class AvailabilitySection(Section):
     )
     trace_file: str | None = Field(
         None,
+        max_length=4096,
         description="Trace: CSV with columns client, start_s, end_s (online intervals, "
         "simulated s); a path relative to the working directory. Unlisted clients stay offline.",
     )
     trace_period_s: float | None = Field(
-        None, gt=0, description="Trace: replay the trace every this many seconds (none: once)."
+        None,
+        ge=1e-3,
+        le=MAX_TIME_S,
+        description="Trace: replay the trace every this many seconds (none: once); at least "
+        "1 ms, at most 1e9 s.",
     )
 
-    @model_validator(mode="after")
-    def _trace(self):
-        if self.kind == "trace" and not self.trace_file:
-            raise ValueError("availability.kind=trace needs availability.trace_file")
-        return self
+    cross_checks = (_trace,)
 
 
 class RoundSection(Section):
@@ -340,31 +563,84 @@ class RoundSection(Section):
     deadline_s: float | None = Field(
         None,
         gt=0,
+        le=MAX_TIME_S,
         description="Uploads not in by this time after the round starts are "
-        "dropped (none: wait for all).",
+        f"dropped (none: wait for all); {TIME_BOUND}.",
     )
-    min_clients: int = Field(
-        1, ge=1, description="Fewer arrivals than this: the round fails, the model stays."
+    min_clients: Int = Field(
+        1,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="Fewer arrivals than this: the round fails, the model stays (at most "
+        "training.clients_per_round).",
     )
-    server_time_s: float = Field(0.0, ge=0, description="Server aggregation time (s).")
+    server_time_s: float = Field(
+        0.0, ge=0, le=MAX_TIME_S, description="Server aggregation time (s), at most 1e9 s."
+    )
     interval_s: float | None = Field(
         None,
         gt=0,
+        le=MAX_TIME_S,
         description="Round r starts no earlier than r x interval_s of simulated time (s), so "
-        "runs can span a day (none: back to back).",
+        f"runs can span a day (none: back to back); {TIME_BOUND}, and bounds the days a "
+        "diurnal run steps through.",
     )
     overcommit: float = Field(
         1.0,
         ge=1,
+        le=10,
         description="Over-commit factor f: select ceil(f m) clients, keep the first m arrivals "
-        "and discard the rest (Bonawitz et al., MLSys 2019).",
+        "and discard the rest (Bonawitz et al., MLSys 2019, use 1.3); at most 10.",
     )
     idle_wait_s: float = Field(
         60.0,
         gt=0,
+        le=MAX_TIME_S,
         description="When no client is online, the server waits this long (s) and "
-        "counts a failed round.",
+        "counts a failed round; at most 1e9 s.",
     )
+
+
+def _positions(v) -> Iterator[tuple[str, str]]:
+    if v.layout == "positions":
+        positions = v.bs_positions_m
+        if not positions or any(len(p) != 2 for p in positions):
+            yield "bs_positions_m", "layout=positions needs bs_positions_m: a list of [x, y] (m)"
+
+
+def _n_cells(v) -> int:
+    if v.layout == "single":
+        return 1
+    if v.layout == "positions":
+        return len(v.bs_positions_m or [])
+    return v.cells
+
+
+def _per_cell_lengths(v) -> Iterator[tuple[str, str]]:
+    n = _n_cells(v)
+    for name in ("client_share_per_cell", "backhaul_capacity_bps", "backhaul_latency_s"):
+        try:
+            value = getattr(v, name)
+        except Invalid:
+            continue
+        if isinstance(value, list) and len(value) != n:
+            yield name, f"{name} has {len(value)} values for {n} cells"
+
+
+def _share_sum(v) -> Iterator[tuple[str, str]]:
+    share = v.client_share_per_cell
+    if share is not None and abs(sum(share) - 1) > 1e-6:
+        yield (
+            "client_share_per_cell",
+            f"client_share_per_cell must be >= 0 and sum to 1, they sum to {sum(share):g}",
+        )
+
+
+CELL_BOUND = f"at most {MAX_CELLS:,} (each client's strongest station is found among all)"
+Capacity = Annotated[float, Field(ge=1, le=1e15)]
+Latency = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
+Coordinate = Annotated[float, Field(ge=-1e7, le=1e7)]
+Position = Annotated[list[Coordinate], Field(min_length=2, max_length=2)]
 
 
 class TopologySection(Section):
@@ -376,54 +652,45 @@ class TopologySection(Section):
         "hexagonal grid (centre, then rings); grid: `cells` sites on a square grid; "
         "positions: the sites in bs_positions_m.",
     )
-    cells: int = Field(1, ge=1, description="Number of base stations (hexagonal, grid).")
+    cells: Int = Field(
+        1,
+        ge=1,
+        le=MAX_CELLS,
+        description=f"Number of base stations (hexagonal, grid), {CELL_BOUND}.",
+    )
     inter_site_distance_m: float = Field(
-        500.0, gt=0, description="Distance between neighbouring base stations (m)."
+        500.0, gt=0, le=1e6, description="Distance between neighbouring base stations (m)."
     )
-    bs_positions_m: list[list[float]] | None = Field(
-        None, description="Base-station (x, y) positions (m) for layout=positions."
-    )
-    client_share_per_cell: list[float] | None = Field(
+    bs_positions_m: list[Position] | None = Field(
         None,
+        max_length=MAX_CELLS,
+        description="Base-station (x, y) positions (m, within 10,000 km of the origin) for "
+        f"layout=positions, {CELL_BOUND}.",
+    )
+    client_share_per_cell: list[Annotated[float, Field(ge=0, le=1)]] | None = Field(
+        None,
+        max_length=MAX_CELLS,
         description="Fraction of clients placed around each base station (fractions summing "
         "to 1; none: equal). Each client is then served by its strongest station.",
     )
-    backhaul_capacity_bps: float | list[float] | None = Field(
+    backhaul_capacity_bps: (
+        Capacity | Annotated[list[Capacity], Field(max_length=MAX_CELLS)] | None
+    ) = Field(
         None,
-        description="Capacity of each base station's link to the server (bit/s; one value or "
-        "one per cell; none: unlimited). Adds bits/capacity to every transfer crossing it.",
+        description="Capacity of each base station's link to the server (bit/s, at least 1; one "
+        "value or one per cell; none: unlimited). Adds bits/capacity to every transfer "
+        "crossing it.",
     )
-    backhaul_latency_s: float | list[float] = Field(
-        0.0, description="Latency of each backhaul link (s; one value or one per cell)."
+    backhaul_latency_s: Latency | Annotated[list[Latency], Field(max_length=MAX_CELLS)] = Field(
+        0.0,
+        description="Latency of each backhaul link (s, 0 to 1e9; one value or one per cell).",
     )
 
-    @model_validator(mode="after")
-    def _cells(self):
-        n = self.n_cells
-        if self.layout == "positions":
-            if not self.bs_positions_m or any(len(p) != 2 for p in self.bs_positions_m):
-                raise ValueError("layout=positions needs bs_positions_m: a list of [x, y] (m)")
-        for name in ("client_share_per_cell", "backhaul_capacity_bps", "backhaul_latency_s"):
-            value = getattr(self, name)
-            if isinstance(value, list) and len(value) != n:
-                raise ValueError(f"{name} has {len(value)} values for {n} cells")
-            values = value if isinstance(value, list) else [value]
-            if name == "backhaul_capacity_bps" and any(v is not None and v <= 0 for v in values):
-                raise ValueError(f"{name} must be > 0 bit/s, got {value}")
-            if name == "backhaul_latency_s" and any(v < 0 for v in values):
-                raise ValueError(f"{name} must be >= 0 s, got {value}")
-        share = self.client_share_per_cell
-        if share is not None and (min(share) < 0 or abs(sum(share) - 1) > 1e-6):
-            raise ValueError(f"client_share_per_cell must be >= 0 and sum to 1, got {share}")
-        return self
+    cross_checks = (_positions, _per_cell_lengths, _share_sum)
 
     @property
     def n_cells(self) -> int:
-        if self.layout == "single":
-            return 1
-        if self.layout == "positions":
-            return len(self.bs_positions_m or [])
-        return self.cells
+        return _n_cells(self)
 
 
 class OutputSection(Section):
@@ -434,19 +701,50 @@ class OutputSection(Section):
         description="Write events.jsonl: every transfer and computation (round, client, "
         "kind, start and end in simulated s, energy in J, bits).",
     )
-    timeline_rounds: list[int] = Field(
+    timeline_rounds: list[Annotated[Int, Field(ge=0, lt=MAX_ROUNDS)]] = Field(
         [],
+        max_length=100,
         description="Rounds (0-based) to draw as timeline_round_<r>.png: per client, "
-        "download, compute, upload and waiting against simulated time (s).",
+        "download, compute, upload and waiting against simulated time (s); at most 100.",
     )
+
+
+def _clients_per_round(v) -> Iterator[tuple[str, str]]:
+    m, n = v.training.clients_per_round, v.population.size
+    if m > n:
+        yield (
+            "training.clients_per_round",
+            f"training.clients_per_round ({m}) exceeds population.size ({n})",
+        )
+
+
+def _min_clients(v) -> Iterator[tuple[str, str]]:
+    k, m = v.round.min_clients, v.training.clients_per_round
+    if k > m:
+        yield (
+            "round.min_clients",
+            f"round.min_clients ({k}) exceeds training.clients_per_round ({m})",
+        )
 
 
 class Scenario(Section):
     """A whole scenario: what is simulated and learnt, from one seed."""
 
-    name: str = Field("custom", description="Scenario name, used in output folder names.")
-    description: str = Field("", description="One line shown by `fedjoule scenarios`.")
-    seed: int = Field(0, ge=0, description="The one seed every random stream derives from.")
+    name: str = Field(
+        "custom",
+        min_length=1,
+        max_length=200,
+        description="Scenario name, used in output folder names.",
+    )
+    description: str = Field(
+        "", max_length=2_000, description="One line shown by `fedjoule scenarios`."
+    )
+    seed: Int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="The one seed every random stream derives from (0 to 2^63 - 1).",
+    )
     dataset: DatasetSection = Field(default_factory=DatasetSection)
     model: ModelSection = Field(default_factory=ModelSection)
     algorithm: AlgorithmSection = Field(default_factory=FedAvgConfig)
@@ -458,16 +756,4 @@ class Scenario(Section):
     topology: TopologySection = Field(default_factory=TopologySection)
     output: OutputSection = Field(default_factory=OutputSection)
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.training.clients_per_round > self.population.size:
-            raise ValueError(
-                f"training.clients_per_round ({self.training.clients_per_round}) exceeds "
-                f"population.size ({self.population.size})"
-            )
-        if self.round.min_clients > self.training.clients_per_round:
-            raise ValueError(
-                f"round.min_clients ({self.round.min_clients}) exceeds "
-                f"training.clients_per_round ({self.training.clients_per_round})"
-            )
-        return self
+    cross_checks = (_clients_per_round, _min_clients)

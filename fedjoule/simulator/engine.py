@@ -5,6 +5,11 @@ call -> per-client SimPy processes (downlink, compute, uplink on the shared medi
 until all arrived or were dropped -> aggregation of the arrivals -> ledger, evaluation,
 and a row appended to rounds.csv. After every round a checkpoint is written, so an
 interrupted run resumes where it stopped and produces the same files.
+
+Divergence: when the global model holds a NaN or inf after aggregation, or an
+evaluation's loss is NaN or inf, the round's row gets `diverged` = 1 (and is evaluated
+whatever eval_every says), no further round is played, and the summary names the round
+and the likely cause (`diverged_at_round`, `diverged_reason`).
 """
 
 import math
@@ -32,6 +37,11 @@ from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
 PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
+# Bernoulli participation redraws while nobody takes part (FedDyn/FedDC code), at most
+# this many times and this many random numbers in all; past that it samples the same law
+# (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
+BERNOULLI_REDRAWS = 10_000
+BERNOULLI_DRAWS = 10_000_000
 LEDGER_FIELDS = ("selected", "arrived", "energy_compute_j", "energy_tx_j", "energy_rx_j")
 SUMMED = ("energy_compute_j", "energy_tx_j", "energy_rx_j", "uplink_bits", "uplink_airtime_s")
 
@@ -49,6 +59,8 @@ class Progress:
     rounds_to_target: int | None = None
     energy_to_target_j: float | None = None
     time_to_target_s: float | None = None
+    diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
+    diverged_reason: str | None = None
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
@@ -77,20 +89,72 @@ def select_clients(
     if len(candidates) == 0:
         return candidates
     if training.participation == "bernoulli":
-        # FedDyn/FedDC code: each client active with p; redraw while nobody is
-        while True:
-            chosen = candidates[gen.random(len(candidates)) < training.participation_prob]
-            if len(chosen):
-                return chosen
-    m = min(
-        overcommit_count(training.clients_per_round, scenario.round.overcommit), len(candidates)
-    )
+        return bernoulli_participants(candidates, training.participation_prob, gen)
+    m = selection_size(training.clients_per_round, scenario.round.overcommit, len(candidates))
     p = None if weights is None else weights / weights.sum()
     return np.sort(gen.choice(candidates, m, replace=False, p=p))
 
 
+def selection_size(clients_per_round: int, overcommit: float, n_candidates: int) -> int:
+    """min(ceil(f m), candidates), also for an infinite or huge over-commit factor f."""
+    if not overcommit * clients_per_round < n_candidates:  # inf, nan or at least all
+        return n_candidates
+    return min(overcommit_count(clients_per_round, overcommit), n_candidates)
+
+
+def bernoulli_participants(
+    candidates: np.ndarray, p: float, gen: np.random.Generator
+) -> np.ndarray:
+    """Each candidate takes part with probability p, redrawn while nobody does (the
+    FedDyn/FedDC code). The redraws are bounded: after BERNOULLI_REDRAWS draws (fewer for
+    large candidate sets: BERNOULLI_DRAWS random numbers in all) the same law, the draw
+    conditioned on somebody taking part, is sampled directly: the first participant from a
+    geometric law truncated to the candidates, the ones after it independently with p.
+    The bound is far beyond what usual settings reach (p = 0.01 over 10 candidates
+    needs more than 10,000 redraws with probability e^-1000), so their draws are unchanged."""
+    n = len(candidates)
+    for _ in range(max(1, min(BERNOULLI_REDRAWS, BERNOULLI_DRAWS // n))):
+        chosen = candidates[gen.random(n) < p]
+        if len(chosen):
+            return chosen
+    # P(first = j | somebody) = (1-p)^j p / (1 - (1-p)^n): inverse CDF, in logs for tiny p
+    log_q = math.log1p(-p) if p < 1 else -math.inf
+    if log_q == -math.inf:
+        first = 0
+    elif log_q == 0:  # p below float resolution: the limit law, uniform
+        first = int(gen.integers(n))
+    else:
+        u = gen.random()
+        first = math.floor(math.log1p(u * math.expm1(n * log_q)) / log_q)
+        first = min(max(first, 0), n - 1)
+    rest = first + 1 + np.flatnonzero(gen.random(n - first - 1) < p)
+    return candidates[np.concatenate([[first], rest]).astype(int)]
+
+
+def round_lr(training, r: int) -> float:
+    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
+    training with it diverges, which the round reports)."""
+    try:
+        return training.lr * training.lr_decay**r
+    except OverflowError:
+        return math.inf
+
+
+def arrivals_kept(scenario, n_selected: int) -> int:
+    """The arrivals the server waits for (step 4): clients_per_round with fixed
+    participation, so over-committed clients beyond them are stopped and discarded;
+    every drawn client with bernoulli participation, unless round.overcommit > 1 asks for
+    over-commit (then the first clients_per_round arrivals are kept)."""
+    training = scenario.training
+    if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
+        return n_selected
+    return training.clients_per_round
+
+
 class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
+
+    divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
 
     def __init__(self, world: World, state_memory_bytes: float | None = None, spill_path=None):
         """`state_memory_bytes`: client-state rows kept in memory before spilling to
@@ -117,8 +181,7 @@ class Simulation:
         scenario = self.world.scenario
         if scenario.round.interval_s:
             yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        training = scenario.training
-        return {"round": r, "sim_time_start_s": env.now, "lr": training.lr * training.lr_decay**r}
+        return {"round": r, "sim_time_start_s": env.now, "lr": round_lr(scenario.training, r)}
 
     def play_round(self, env: simpy.Environment, r: int):
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
@@ -138,7 +201,12 @@ class Simulation:
         # 3. learning: every selected client's local steps in one executor call
         ids = torch.as_tensor(selected)
         steps = torch.as_tensor(world.client_steps[selected])
-        setup = RoundSetup(lr, steps, r, training.weight_decay, training.clip_grad_norm)
+        # an lr or weight decay past the model's float range cannot be applied (torch
+        # refuses such a scalar); the largest finite one diverges alike, and the row keeps
+        # the lr asked for
+        largest = float(torch.finfo(world.w0.dtype).max)
+        train_lr, decay = min(lr, largest), min(training.weight_decay, largest)
+        setup = RoundSetup(train_lr, steps, r, decay, training.clip_grad_norm)
         batch_idx = minibatch_indices(
             seed, r, selected, world.data.client_train, int(steps.max()), training.batch_size
         )
@@ -156,8 +224,9 @@ class Simulation:
         )
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
+        keep = arrivals_kept(scenario, len(selected))
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
+            env, self, r, start_s, selected, keep, self.training_costs
         )
 
         # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
@@ -169,9 +238,12 @@ class Simulation:
             previous = self.state["w"]
             self.state = aggregate_arrived(world.algorithm, self.state, result, arrived)
             self.last_update = self.state["w"] - previous
+            if not model_is_finite(self.state):
+                row["diverged"] = 1
+                self.divergence_cause = "the global model"
         probe_records = []
-        if world.algorithm.needs_probe and not failed:
-            probe_records = yield from self.probe(env, r, setup)
+        if world.algorithm.needs_probe and not failed and not row.get("diverged"):
+            probe_records = yield from self.probe(env, r, setup, row)
             row["probed"] = sum(rec.outcome == "arrived" for rec in probe_records)
         if scenario.round.server_time_s:
             yield env.timeout(scenario.round.server_time_s)
@@ -219,10 +291,10 @@ class Simulation:
         gen = rng.torch_generator(self.world.scenario.seed, "freeloader", self.progress.next_round)
         return fabricate(section.behaviour, start, self.last_update, section.noise_scale, gen)
 
-    def probe(self, env: simpy.Environment, r: int, setup: RoundSetup):
+    def probe(self, env: simpy.Environment, r: int, setup: RoundSetup, row: dict):
         """DRFA/DRDM's second set: m clients chosen uniformly receive the probe model,
         evaluate one minibatch and upload the loss (a scalar); the server's dual step uses
-        the losses that arrived."""
+        the losses that arrived. A NaN/inf loss marks the round diverged (no dual step)."""
         world, scenario = self.world, self.world.scenario
         online = self.online_clients(env.now, r)
         gen = rng.stream(scenario.seed, "probe", r)
@@ -246,6 +318,10 @@ class Simulation:
                 stream="probe",
             )[:, 0]
             losses = world.executor.losses(world.algorithm.probe_model(self.state), batches)
+            if not bool(torch.isfinite(losses).all()):
+                row["diverged"] = 1
+                self.divergence_cause = "the probed clients' training loss"
+                return records
             self.state = world.algorithm.dual_update(
                 self.state, torch.as_tensor(ids), losses, setup
             )
@@ -300,21 +376,35 @@ class Simulation:
         return row
 
     def finish_round(self, row: dict, wall_s: float) -> dict:
-        """Evaluation and the running summary after a round."""
+        """Evaluation and the running summary after a round. A diverged round (its model
+        NaN/inf, or its evaluation's loss) is evaluated, counts for neither the best
+        accuracy nor the target, and is the last one played."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
         p.cumulative_energy_j += row["energy_total_j"]
         row["cumulative_energy_j"] = p.cumulative_energy_j
-        if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds:
-            p.metrics = self.world.evaluator(self.state["w"])
-            row.update(p.metrics)
-            p.best_accuracy = np.nanmax([p.best_accuracy, p.metrics["accuracy"]])
-            reached = training.target_value is not None and (
-                p.metrics[training.target_metric] >= training.target_value
-            )
-            if reached and p.rounds_to_target is None:
-                p.rounds_to_target = r + 1
-                p.energy_to_target_j = p.cumulative_energy_j
-                p.time_to_target_s = row["sim_time_end_s"]
+        diverged = row.get("diverged", 0) == 1
+        if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged:
+            metrics = self.world.evaluator(self.state["w"])
+            row.update(metrics)
+            cause = self.divergence_cause if diverged else None
+            if not math.isfinite(metrics["loss"]):
+                cause = cause or "the test loss"
+                diverged = True
+            # the row keeps NaN/inf (written as nan/inf); the running summary only numbers
+            p.metrics = {k: _finite_or_none(v) for k, v in metrics.items()}
+            if not diverged:
+                p.best_accuracy = np.nanmax([p.best_accuracy, metrics["accuracy"]])
+                reached = training.target_value is not None and (
+                    metrics[training.target_metric] >= training.target_value
+                )
+                if reached and p.rounds_to_target is None:
+                    p.rounds_to_target = r + 1
+                    p.energy_to_target_j = p.cumulative_energy_j
+                    p.time_to_target_s = row["sim_time_end_s"]
+            elif p.diverged_at_round is None:
+                p.diverged_at_round = r
+                p.diverged_reason = divergence_reason(training, r, row["lr"], cause)
+        row["diverged"] = int(diverged)
         row.update(self.detection_rates())
         p.next_round = r + 1
         p.sim_time_s = row["sim_time_end_s"]
@@ -345,6 +435,8 @@ class Simulation:
             for r in range(self.progress.next_round, last_round):
                 if stop_at_target and self.progress.rounds_to_target is not None:
                     break
+                if self.progress.diverged_at_round is not None:
+                    break
                 tic = time.perf_counter()
                 row = yield env.process(self.play_round(env, r))
                 on_round(self.finish_round(row, time.perf_counter() - tic))
@@ -354,13 +446,15 @@ class Simulation:
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
+        """The state between rounds as plain data: tensors, numbers, strings, containers
+        (what `torch.load(weights_only=True)` reads back; simulator/checkpoint.py)."""
         return {
             "state": {k: v.cpu() if torch.is_tensor(v) else v for k, v in self.state.items()},
-            "ledger": self.ledger,
-            "battery_j": self.battery_j,
+            "ledger": {k: torch.from_numpy(v.copy()) for k, v in self.ledger.items()},
+            "battery_j": torch.from_numpy(self.battery_j.copy()),
             "client_store": self.store.state_dict(),
             "last_update": self.last_update.cpu(),
-            "progress": self.progress.__dict__,
+            "progress": dict(self.progress.__dict__),
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -368,21 +462,23 @@ class Simulation:
         self.state = {
             k: v.to(device) if torch.is_tensor(v) else v for k, v in saved["state"].items()
         }
-        self.ledger = saved["ledger"]
-        self.battery_j = saved["battery_j"]
+        self.ledger = {k: v.numpy().copy() for k, v in saved["ledger"].items()}
+        self.battery_j = saved["battery_j"].numpy().copy()
         self.store.load_state_dict(saved["client_store"])
         self.last_update = saved["last_update"].to(device)
         self.progress = Progress(**saved["progress"])
 
     def finished(self) -> bool:
-        """All rounds played, or the target reached with stop_at_target."""
+        """All rounds played, the target reached with stop_at_target, or diverged."""
         training = self.world.scenario.training
         reached = training.stop_at_target and self.progress.rounds_to_target is not None
-        return reached or self.progress.next_round >= training.rounds
+        diverged = self.progress.diverged_at_round is not None
+        return reached or diverged or self.progress.next_round >= training.rounds
 
     def summary(self) -> dict:
+        """summary.json: every number finite (NaN or inf, which JSON cannot hold, is None)."""
         p = self.progress
-        return {
+        summary = {
             "final_accuracy": p.metrics.get("accuracy"),
             "best_accuracy": None if math.isnan(p.best_accuracy) else float(p.best_accuracy),
             "worst_client_accuracy": p.metrics.get("worst_client_accuracy"),
@@ -401,5 +497,35 @@ class Simulation:
             "energy_to_target_j": p.energy_to_target_j,
             "time_to_target_s": p.time_to_target_s,
             "wall_time_s": p.wall_time_s,
+            "diverged_at_round": p.diverged_at_round,
+            "diverged_reason": p.diverged_reason,
             **self.detection_rates(),
         }
+        return {k: _finite_or_none(v) for k, v in summary.items()}
+
+
+def _finite_or_none(value):
+    """A float that is NaN or inf becomes None (JSON has no NaN); anything else as it is."""
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return None
+    return value
+
+
+def model_is_finite(state: dict) -> bool:
+    """No NaN or inf in the global model. Only the model: other server state may hold NaN
+    on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
+    model in the next aggregation."""
+    return bool(torch.isfinite(state["w"]).all())
+
+
+def divergence_reason(training, r: int, lr: float, cause: str) -> str:
+    """What summary.json says about a diverged run: the round, and the likely cause."""
+    rate = f"training.lr = {training.lr:g}"
+    if training.lr_decay != 1:
+        rate += f" (x lr_decay^{r} = {lr:g} in that round)"
+    if training.weight_decay:
+        rate += f" (with training.weight_decay = {training.weight_decay:g})"
+    return (
+        f"{cause} became NaN/inf at round {r}: {rate} may be too large; lower the learning "
+        f"rate, or bound the steps with training.clip_grad_norm"
+    )

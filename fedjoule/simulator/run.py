@@ -4,22 +4,27 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
-from fedjoule.errors import FedjouleError
+from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import stamped_folder
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, write_clients, write_json
-from fedjoule.report.timeline import append_events, plot_timeline, truncate_events
+from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import load_scenario, scenario_yaml
+from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator import checkpoint
 from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.world import World, build_world
+from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
 
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT = checkpoint.NAME
 EVENTS = "events.jsonl"
+SCENARIO = "scenario.yaml"
+HEADER = "# resolved by fedjoule"
+# what a run writes besides scenario.yaml (removed when a run starts over in its folder)
+OUTPUTS = ("rounds.csv", EVENTS, "clients.csv", "summary.json", "warnings.txt")
 
 
 def run_scenario(
@@ -37,43 +42,109 @@ def run_scenario(
 ) -> tuple[Path, dict]:
     """Run (or resume) a scenario into `out_dir`; returns the folder and summary.json's content.
 
-    `stop_after` ends the run after that many rounds in total, as an interruption would
-    (the checkpoint allows `resume=True` to finish it). Client-state rows beyond
-    `state_memory_mb` spill to `client_state.bin` in the run folder (None: never).
+    Nothing is created until the scenario, device and data have been checked. A new run
+    writes scenario.yaml and a round-0 checkpoint before any result, then a checkpoint
+    after every round, so a run killed at any instant continues with `resume=True` (or,
+    killed before its first checkpoint, starts again in the same folder). `stop_after`
+    ends the run after that many rounds in total, as an interruption would. Client-state
+    rows beyond `state_memory_mb` spill to `client_state.bin` in the run folder (None:
+    never). A run that diverges writes its files and raises RunDiverged.
     """
+    saved = None
     if resume:
         if out_dir is None:
             raise FedjouleError("--resume needs the run folder to continue (--out DIR)")
         out = Path(out_dir)
-        if not (out / CHECKPOINT).exists():
-            raise FedjouleError(f"{out}: no {CHECKPOINT} to resume from; start a new run instead")
-        scenario = load_scenario(out / "scenario.yaml")
+        if not (out / SCENARIO).is_file():
+            raise FedjouleError(f"{out}: no {SCENARIO}, so no run to resume; start a new run")
+        scenario = load_scenario(out / SCENARIO)
+        if (out / CHECKPOINT).exists():
+            saved = checkpoint.read_checkpoint(out / CHECKPOINT)
+            checkpoint.check_belongs(
+                saved, out / CHECKPOINT, scenario.model_dump(mode="json"), out / SCENARIO
+            )
     else:
         assert scenario is not None
         out = Path(out_dir) if out_dir else stamped_folder("runs", scenario.name)
-        if (out / "rounds.csv").exists():
-            raise FedjouleError(
-                f"{out} already holds a run; resume it with --resume, or choose another --out"
-            )
-        out.mkdir(parents=True, exist_ok=True)
-        header = f"# resolved by fedjoule {__version__}; every field is shown\n"
-        (out / "scenario.yaml").write_text(header + scenario_yaml(scenario))
+        refuse_occupied(out)
 
     world = build_world(scenario, data_dir=data_dir, device=device, executor=executor)
+    out.mkdir(parents=True, exist_ok=True)
+    with FolderLock(out):
+        if not resume:
+            refuse_occupied(out)  # (again, under the lock)
+            start_folder(out, scenario)
+        elif saved is None:  # stopped before its first checkpoint: start over in place
+            start_folder(out, None)
+        return _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round)
+
+
+def refuse_occupied(out: Path) -> None:
+    """A new run goes into a folder without a checkpoint; a folder with files of something
+    other than a fedjoule run is refused rather than cleared."""
+    if (out / CHECKPOINT).exists():
+        raise FedjouleError(
+            f"{out} already holds a run; resume it with --resume, or choose another --out"
+        )
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise FedjouleError(f"--out {out}: a file is in the way; choose another --out")
+    ours = (out / SCENARIO).is_file() and _starts_with(out / SCENARIO, HEADER)
+    if not ours and any((out / name).exists() for name in (*OUTPUTS, SCENARIO)):
+        raise FedjouleError(
+            f"{out} holds files of something other than a fedjoule run; choose another --out"
+        )
+
+
+def _starts_with(path: Path, text: str) -> bool:
+    with path.open("rb") as f:
+        return f.read(len(text)) == text.encode()
+
+
+def start_folder(out: Path, scenario: Scenario | None) -> None:
+    """Clear what an interrupted start left and write scenario.yaml (unless None: kept)."""
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    for stale in [*out.glob("client_state*.bin"), *out.glob("timeline_round_*.png")]:
+        stale.unlink()
+    if scenario is not None:
+        header = f"{HEADER} {__version__}; every field is shown\n"
+        write_text_atomically(out / SCENARIO, header + scenario_yaml(scenario))
+
+
+def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
+    """The rounds of a run whose folder is ready (and locked)."""
+    scenario = world.scenario
+    scenario_data = scenario.model_dump(mode="json")
     budget = None if state_memory_mb is None else state_memory_mb * 2**20
     sim = Simulation(world, budget, out / "client_state.bin")
-    rounds_file = RoundsFile(out / "rounds.csv")
-    if resume:
-        sim.load_state_dict(torch.load(out / CHECKPOINT, weights_only=False))
-        rounds_file.truncate_to(sim.progress.next_round)
-        truncate_events(out / EVENTS, sim.progress.next_round)
+    rounds_file, events = RoundsFile(out / "rounds.csv"), AppendLog(out / EVENTS)
+
+    def save() -> None:
+        files = {"rounds.csv": rounds_file.log.mark(), EVENTS: events.mark()}
+        state = sim.state_dict()
+        checkpoint.save_checkpoint(
+            out / CHECKPOINT, state, scenario_data, sim.progress.next_round, files
+        )
+        sim.store.commit()  # client-state files the new checkpoint no longer names go
+
+    if saved is None:
+        warnings = plausibility_warnings(scenario)
+        if warnings:
+            write_text_atomically(out / "warnings.txt", "".join(w + "\n" for w in warnings))
+        save()  # round 0: from here on the folder can always be resumed
+    else:
+        sim.load_state_dict(saved["simulation"])
+        rounds_file.log.restore(saved["files"]["rounds.csv"], f"the run in {out}")
+        events.restore(saved["files"][EVENTS], f"the run in {out}")
     if on_start:
         on_start(world, sim.progress.next_round)
 
     def record(row: dict) -> None:
         rounds_file.append(row)
         if scenario.output.events:
-            append_events(out / EVENTS, row["round"], sim.last_records)
+            events.append(events_text(row["round"], sim.last_records).encode())
         if row["round"] in scenario.output.timeline_rounds:
             plot_timeline(
                 out / f"timeline_round_{row['round']}.png",
@@ -81,10 +152,7 @@ def run_scenario(
                 sim.last_records,
                 scenario.round.deadline_s,
             )
-        tmp = out / (CHECKPOINT + ".tmp")
-        torch.save(sim.state_dict(), tmp)
-        os.replace(tmp, out / CHECKPOINT)
-        sim.store.commit()  # client-state files the new checkpoint no longer names go
+        save()
         if on_round:
             on_round(row)
 
@@ -101,6 +169,8 @@ def run_scenario(
     write_json(out / "summary.json", summary)
     if sim.finished():
         plot_run(out)
+    if summary.get("diverged_at_round") is not None:
+        raise RunDiverged(f"{out}: {summary.get('diverged_reason')}")
     return out, summary
 
 

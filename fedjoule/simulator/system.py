@@ -24,7 +24,7 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.engine import LEDGER_FIELDS, select_clients
+from fedjoule.simulator.engine import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
 from fedjoule.simulator.system_world import SystemWorld
 from fedjoule.simulator.transfers import nominal_bandwidth_hz
 
@@ -96,7 +96,7 @@ class SystemEngine:
         start_s = now_s
         if round_section.interval_s:  # same arithmetic as the SimPy timeout
             start_s = now_s + max(0.0, r * round_section.interval_s - now_s)
-        row = {"round": r, "sim_time_start_s": start_s, "lr": training.lr * training.lr_decay**r}
+        row = {"round": r, "sim_time_start_s": start_s, "lr": round_lr(training, r)}
         online = self.online_clients(start_s, r)
         selected = self.select(online, r)
         row.update(online=len(online), selected=len(selected))
@@ -113,7 +113,7 @@ class SystemEngine:
     def play_clients(self, r: int, start_s: float, selected: np.ndarray) -> ClientsOfRound:
         """Step 4 for the selected clients (transfers.play_clients), over-commit included:
         solved once; if the first `keep` arrivals stop the rest, solved again up to then."""
-        keep = self.world.scenario.training.clients_per_round
+        keep = arrivals_kept(self.world.scenario, len(selected))
         clients = self._timelines(r, start_s, selected, math.inf)
         arrived = clients.outcome == "arrived"
         if len(selected) > keep and arrived.sum() >= keep:

@@ -20,6 +20,7 @@ from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.storage import replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
 
@@ -69,13 +70,20 @@ def run_system(
     """Run a scenario without training into `out_dir`; returns the folder and the summary."""
     engine, notices = choose_engine(scenario, engine)
     out = Path(out_dir) if out_dir else stamped_folder("runs", f"{scenario.name}-system")
-    if (out / "rounds.csv").exists():
+    if (out / "summary.json").exists():
         raise FedjouleError(f"{out} already holds a run; choose another --out")
+    if (out / "rounds.csv").exists():  # an interrupted system-only run starts over
+        if not (out / "scenario.yaml").is_file() or "run without training" not in (
+            (out / "scenario.yaml").read_text(errors="replace").split("\n", 1)[0]
+        ):
+            raise FedjouleError(f"{out} holds another run's files; choose another --out")
+        for name in ("rounds.csv", "events.jsonl", "clients.csv"):
+            (out / name).unlink(missing_ok=True)
+    tic = time.perf_counter()
+    world = build_system_world(scenario)  # (before anything is created)
     out.mkdir(parents=True, exist_ok=True)
     header = f"# resolved by fedjoule {__version__}; every field is shown; run without training\n"
-    (out / "scenario.yaml").write_text(header + scenario_yaml(scenario))
-    tic = time.perf_counter()
-    world = build_system_world(scenario)
+    write_text_atomically(out / "scenario.yaml", header + scenario_yaml(scenario))
     if on_start:
         on_start(world, engine, notices)
     rounds_file = RoundsFile(out / "rounds.csv")
@@ -97,14 +105,16 @@ def run_system(
 
 
 def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
-    from fedjoule.report.timeline import append_events, plot_timeline
+    from fedjoule.report.timeline import events_text, plot_timeline
+    from fedjoule.storage import AppendLog
 
     scenario = sim.world.scenario
+    events = AppendLog(out / "events.jsonl")
 
     def record(row: dict) -> None:
         rounds_file.append(row)
         if scenario.output.events:
-            append_events(out / "events.jsonl", row["round"], sim.last_records)
+            events.append(events_text(row["round"], sim.last_records).encode())
         if row["round"] in scenario.output.timeline_rounds:
             png = out / f"timeline_round_{row['round']}.png"
             plot_timeline(png, row, sim.last_records, scenario.round.deadline_s)
@@ -160,14 +170,15 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
         "freeloader": world.freeloader.astype(int),
         "flagged": empty,
     }
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as f:
-        f.write(",".join(CLIENT_COLUMNS) + "\n")
-        values = [columns[c].tolist() for c in CLIENT_COLUMNS]
+    values = [columns[c].tolist() for c in CLIENT_COLUMNS]
+
+    def write(f) -> None:
+        f.write((",".join(CLIENT_COLUMNS) + "\n").encode())
         for start in range(0, n, 100_000):  # repr: floats round-trip, as in report/results.py
             rows = zip(*(v[start : start + 100_000] for v in values), strict=True)
-            f.write("".join(",".join(map(_text, row)) + "\n" for row in rows))
-    os.replace(tmp, path)
+            f.write("".join(",".join(map(_text, row)) + "\n" for row in rows).encode())
+
+    replace_atomically(path, write)
 
 
 def _text(value) -> str:

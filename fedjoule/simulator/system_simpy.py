@@ -4,7 +4,7 @@ against, and its fallback for what it does not support (docs/system-engine.md)."
 import numpy as np
 import simpy
 
-from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation
+from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
 from fedjoule.simulator.system_world import SystemWorld
 from fedjoule.simulator.transfers import play_clients
 
@@ -26,7 +26,6 @@ class SimpySystemSimulation(Simulation):
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
-        training = scenario.training
         row = yield from self.open_round(env, r)
         start_s = row["sim_time_start_s"]
         online = self.online_clients(start_s, r)
@@ -36,8 +35,9 @@ class SimpySystemSimulation(Simulation):
             yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
+        keep = arrivals_kept(scenario, len(selected))
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
+            env, self, r, start_s, selected, keep, self.training_costs
         )
         failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
         if scenario.round.server_time_s:

@@ -6,6 +6,7 @@ import torch
 
 from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.scenarios.loading import load_scenario
+from fedjoule.simulator.checkpoint import read_checkpoint
 from fedjoule.simulator.run import run_scenario
 
 
@@ -121,6 +122,6 @@ def test_spilling_run_equals_in_memory_run_and_resumes(tmp_path):
     assert rounds(tmp_path / "memory" / "rounds.csv") == rounds(tmp_path / "cut" / "rounds.csv")
     final = {}
     for name in ("memory", "spill", "cut"):
-        final[name] = torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)["state"]
+        final[name] = read_checkpoint(tmp_path / name / "checkpoint.pt")["simulation"]["state"]
     assert torch.equal(final["memory"]["w"], final["spill"]["w"])
     assert torch.equal(final["memory"]["w"], final["cut"]["w"])

@@ -1,0 +1,127 @@
+"""Checkpoints that hold only data and know which run they belong to.
+
+A checkpoint is a `torch.save` of plain containers (dicts, lists, strings, numbers,
+None) and tensors, read back with `torch.load(weights_only=True)`, which constructs
+nothing else: a file carrying a pickled object or call is refused, never run. Besides
+the simulation's state it binds itself to its run: the checkpoint format, the fedjoule
+version, the resolved scenario (and its SHA-256), the round, and the length and CRC-32
+of every appended file (rounds.csv, events.jsonl) and of the client-state file. Resuming
+checks all of them and names the file and what differs.
+"""
+
+import hashlib
+import json
+import math
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedjoule import __version__
+from fedjoule.errors import FedjouleError
+from fedjoule.storage import replace_atomically
+
+FORMAT = "fedjoule-checkpoint/2"
+NAME = "checkpoint.pt"
+
+
+def scenario_sha256(scenario_data: dict) -> str:
+    """SHA-256 of a resolved scenario (its JSON form, keys sorted)."""
+    text = json.dumps(scenario_data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def plain(value: Any) -> Any:
+    """`value` with numpy arrays as tensors and numpy scalars as Python numbers, so that
+    `torch.load(weights_only=True)` can read it back."""
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    if torch.is_tensor(value):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+def save_checkpoint(
+    path: Path, simulation: dict, scenario_data: dict, next_round: int, files: dict
+) -> None:
+    """Write the checkpoint atomically (temporary file, fsync, rename, folder fsync)."""
+    import torch
+
+    payload = {
+        "format": FORMAT,
+        "fedjoule_version": __version__,
+        "scenario": scenario_data,
+        "scenario_sha256": scenario_sha256(scenario_data),
+        "round": next_round,
+        "files": files,
+        "simulation": plain(simulation),
+    }
+    replace_atomically(Path(path), lambda f: torch.save(payload, f))
+
+
+def read_checkpoint(path: Path) -> dict:
+    """A checkpoint's content, loaded as data only; anything else is a FedjouleError."""
+    import torch
+
+    path = Path(path)
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise FedjouleError(
+            f"{path}: not a checkpoint fedjoule can read as plain data ({first}). It was not "
+            "loaded, since loading it otherwise could run code stored in it. If it comes "
+            "from an older fedjoule or another tool, start a new run."
+        ) from None
+    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+        found = saved.get("format") if isinstance(saved, dict) else type(saved).__name__
+        raise FedjouleError(
+            f"{path}: not a fedjoule checkpoint of format {FORMAT} (found {str(found)[:60]}); "
+            "start a new run"
+        )
+    return saved
+
+
+def check_belongs(saved: dict, path: Path, scenario_data: dict, scenario_file: Path) -> None:
+    """Refuse a checkpoint written by another fedjoule version or for another scenario."""
+    if saved["fedjoule_version"] != __version__:
+        raise FedjouleError(
+            f"{path} was written by fedjoule {saved['fedjoule_version']}, this is "
+            f"{__version__}; resume it with that version, or start a new run"
+        )
+    if saved["scenario_sha256"] != scenario_sha256(scenario_data):
+        differ = ", ".join(differences(saved["scenario"], scenario_data)[:5]) or "its content"
+        raise FedjouleError(
+            f"{path} belongs to another scenario than {scenario_file} (they differ in "
+            f"{differ}); a run resumes only with the scenario it started with"
+        )
+
+
+def differences(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Dotted paths where two nested mappings differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = list(dict.fromkeys([*a, *b]))
+        return [d for k in keys for d in differences(a.get(k), b.get(k), f"{prefix}{k}.")]
+    same = a == b or (
+        isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+    )
+    return [] if same else [prefix.rstrip(".") or "(top level)"]
+
+
+def finished(saved: dict) -> bool:
+    """The checkpoint is at the run's end: every round played, or the target reached with
+    stop_at_target, or the run diverged."""
+    progress = saved["simulation"]["progress"]
+    training = saved["scenario"]["training"]
+    reached = training["stop_at_target"] and progress.get("rounds_to_target") is not None
+    diverged = progress.get("diverged_at_round") is not None
+    return reached or diverged or progress["next_round"] >= training["rounds"]
