@@ -735,6 +735,13 @@ def invoke(args: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        error(
+            "out of memory: the scenario needs more memory than this machine has; reduce the "
+            "model (model.hidden, dataset.synthetic.dim x classes), population.size, "
+            "training.clients_per_round or training.batch_size (files written so far are kept)"
+        )
+        return 1
     except Exception as exc:  # a bug: reported in one message, the traceback in a file
         return internal_error(exc)
     return code if isinstance(code, int) else 0  # typer returns the code of typer.Exit

@@ -51,12 +51,28 @@ class DrfaConfig(AlgorithmConfig):
     )
 
 
+HUGE = 1e6  # beyond this, entries are shifted first (else v - (v - 1) rounds to 0)
+
+
 def project_simplex(v: torch.Tensor) -> torch.Tensor:
-    """Euclidean projection onto the probability simplex (Duchi et al., ICML 2008)."""
+    """Euclidean projection onto the probability simplex (Duchi et al., ICML 2008).
+
+    The projection is unchanged by adding a constant to every entry, so huge entries
+    (a huge dual step) are shifted by the maximum first, against rounding; entries at
+    +inf share the mass equally (the limit), NaN entries get none."""
+    top = torch.isposinf(v)
+    if top.any():
+        return top.to(v.dtype) / top.sum()
+    v = torch.nan_to_num(v, nan=-torch.inf)
+    if not torch.isfinite(v).any():  # nothing to go by: uniform
+        return torch.full_like(v, 1.0 / len(v))
+    if v.abs().max() > HUGE:
+        v = (v - v.max()).clamp(min=-HUGE)
     u, _ = torch.sort(v, descending=True)
     css = torch.cumsum(u, 0) - 1
     index = torch.arange(1, len(v) + 1, dtype=v.dtype)
-    rho = int((u - css / index > 0).nonzero().max())
+    positive = (u - css / index > 0).nonzero()
+    rho = int(positive.max()) if len(positive) else 0  # (index 0 qualifies in exact terms)
     return (v - css[rho] / (rho + 1)).clamp(min=0)
 
 

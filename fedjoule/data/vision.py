@@ -3,6 +3,7 @@
 import hashlib
 import os
 import pathlib
+import shutil
 import warnings
 
 import numpy as np
@@ -134,10 +135,13 @@ def _open_or_fail(name: str, root: pathlib.Path, train: bool, download: bool):
     except (RuntimeError, OSError) as missing:
         reason = f"not found ({_one_line(missing)})"
     if download:
+        created = _first_missing(root / _LAYOUT[name].split("/")[0])
         try:
             return _open(name, root, train, download=True)
         except (RuntimeError, OSError) as failed:  # URLError is an OSError
             reason = f"not found and the download failed ({_one_line(failed)})"
+            if created is not None:  # leave no empty folders behind a failed download
+                shutil.rmtree(created, ignore_errors=True)
     hint = "" if download else "allow downloading (download=True), or "
     raise FedjouleError(
         f"dataset {name!r} is {reason} under the data folder {root}. To fix: {hint}run once "
@@ -145,6 +149,15 @@ def _open_or_fail(name: str, root: pathlib.Path, train: bool, download: bool):
         f"torchvision layout {root}/{_LAYOUT[name]} into that folder, or point "
         f"FEDJOULE_DATA_DIR / --data-dir at a folder that already holds it."
     )
+
+
+def _first_missing(path: pathlib.Path) -> pathlib.Path | None:
+    """The outermost folder of `path` that does not exist yet (None: it exists)."""
+    if path.exists():
+        return None
+    while not path.parent.exists():
+        path = path.parent
+    return path
 
 
 def load_vision(name: str, root: pathlib.Path, download: bool = True) -> Tensors:

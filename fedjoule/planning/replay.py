@@ -21,7 +21,7 @@ from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.errors import FedjouleError
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
-from fedjoule.simulator.engine import PROBE_LOSS_BITS
+from fedjoule.simulator.engine import PROBE_LOSS_BITS, arrivals_kept
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import play_clients
@@ -97,7 +97,6 @@ class ReplaySimulation(SimpySystemSimulation):
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
-        training = scenario.training
         row = yield from self.open_round(env, r)
         start_s = row["sim_time_start_s"]
         sets = self.rounds.get(r, RoundSets())
@@ -108,8 +107,9 @@ class ReplaySimulation(SimpySystemSimulation):
             yield env.timeout(scenario.round.idle_wait_s)
             return self._close_row(row, env.now, [], failed=True)
 
+        keep = arrivals_kept(scenario, len(selected))
         records = yield from play_clients(
-            env, self, r, start_s, selected, training.clients_per_round, self.training_costs
+            env, self, r, start_s, selected, keep, self.training_costs
         )
         self._arrived(r, records)
         failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients

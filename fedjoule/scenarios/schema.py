@@ -224,7 +224,10 @@ class TrainingSection(Section):
     participation: Literal["fixed", "bernoulli"] = Field(
         "fixed",
         description="fixed: clients_per_round clients a round; bernoulli: every online client "
-        "takes part with participation_prob (redrawn if nobody does; FedDyn/FedDC code).",
+        "takes part with participation_prob and every client drawn is kept (clients_per_round "
+        "does not cap them; round.overcommit > 1 keeps the first clients_per_round arrivals); "
+        "redrawn while nobody takes part (FedDyn/FedDC code), at most 10,000 times, then the "
+        "draw conditioned on somebody taking part is sampled directly.",
     )
     participation_prob: float = Field(
         0.1,

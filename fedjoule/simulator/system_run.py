@@ -73,8 +73,10 @@ def run_system(
     if (out / "summary.json").exists():
         raise FedjouleError(f"{out} already holds a run; choose another --out")
     if (out / "rounds.csv").exists():  # an interrupted system-only run starts over
-        if not (out / "scenario.yaml").is_file() or "run without training" not in (
-            (out / "scenario.yaml").read_text(errors="replace").split("\n", 1)[0]
+        if (
+            not (out / "scenario.yaml").is_file()
+            or "run without training"
+            not in ((out / "scenario.yaml").read_text(errors="replace").split("\n", 1)[0])
         ):
             raise FedjouleError(f"{out} holds another run's files; choose another --out")
         for name in ("rounds.csv", "events.jsonl", "clients.csv"):
