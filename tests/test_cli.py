@@ -79,6 +79,34 @@ def test_a_signal_stops_a_run_with_a_resume_hint(tmp_path, signame):
     assert (out / "checkpoint.pt").exists()
 
 
+def test_ctrl_c_stops_a_sweep_and_its_workers(tmp_path):
+    """SIGINT to the sweep: exit 130 with the restart hint, at once: the runs in flight
+    stop and the queued ones never start."""
+    out = tmp_path / "sweep"
+    args = ["sweep", "default", "--grid", "seed=0,1,2,3", "--set", "training.rounds=2000"]
+    proc = subprocess.Popen(
+        [*FEDJOULE, *args, "--workers", "2", "--out", str(out), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while not any(
+        len(p.read_text().splitlines()) >= 3 for p in out.glob("runs/*/rounds.csv")
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    tic = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - tic < 30  # not after the queued runs
+    assert f"--out {out}" in stderr and "Traceback" not in stderr
+    assert not (out / "sweep.csv").exists()
+    started = [p for p in out.glob("runs/*") if (p / "checkpoint.pt").exists()]
+    assert 1 <= len(started) <= 2  # the two in flight; the queued ones never started
+
+
 def fake_run(exception: BaseException, write_scenario: bool = False):
     """A run_scenario that creates the folder (if asked) and raises `exception`."""
 

@@ -189,16 +189,16 @@ class TrainingSection(Section):
     rounds: Int = Field(
         100, ge=1, le=MAX_ROUNDS, description="Number of communication rounds (at most 1,000,000)."
     )
-    local_steps: Int = Field(
-        10, ge=1, le=100_000, description="Local SGD steps K per round (at most 100,000)."
+    local_steps: Int = Field(  # (published K grids stop at a few hundred)
+        10, ge=1, le=10_000, description="Local SGD steps K per round (at most 10,000)."
     )
-    local_epochs: float | None = Field(
+    local_epochs: float | None = Field(  # (FedAvg's E goes to 20)
         None,
         gt=0,
-        le=1_000,
+        le=100,
         description="Local work as epochs instead of steps: client i runs "
         "ceil(local_epochs * n_i / batch_size) steps (replaces local_steps when set; at "
-        "most 1,000 epochs).",
+        "most 100 epochs).",
     )
     batch_size: Int = Field(
         32,

@@ -1,5 +1,7 @@
 """Everything a run holds fixed, built once from the scenario: data, model, devices, cell."""
 
+import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,11 +128,30 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
     return VectorisedExecutor(model.loss, data.x_train, data.y_train, device, fast)
 
 
+def check_data_fits(scenario: Scenario) -> None:
+    """Refuse a synthetic dataset larger than this machine's memory, before making it
+    (10 million clients x 200 samples would otherwise end in the kernel's OOM killer)."""
+    if scenario.dataset.name != "synthetic":
+        return  # a real dataset is as large as its files
+    synthetic, n = scenario.dataset.synthetic, scenario.population.size
+    samples = synthetic.avg_samples * math.exp(synthetic.size_sigma**2 / 2) + synthetic.test_samples
+    need_bytes = n * samples * (synthetic.dim + 1) * 4  # float32 features and a label
+    memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need_bytes > memory_bytes:
+        raise FedjouleError(
+            f"dataset.synthetic: {n:,} clients x about {samples:,.0f} samples x "
+            f"{synthetic.dim + 1} values x 4 bytes = {need_bytes / 1e9:.3g} GB of data, more "
+            f"than this machine's {memory_bytes / 1e9:.3g} GB of memory; reduce "
+            "population.size or dataset.synthetic.avg_samples (`run --no-train` needs no data)"
+        )
+
+
 def build_world(
     scenario: Scenario, data_dir=None, device: str = "auto", executor: str = "vectorised"
 ) -> World:
     seed, n = scenario.seed, scenario.population.size
     torch_device = pick_device(device)
+    check_data_fits(scenario)
     data = build_federated_data(scenario.dataset, n, seed, data_dir)
     model, w0 = build_model(scenario.model, data.input_shape, data.n_classes, seed)
     model.module.to(torch_device)

@@ -13,7 +13,7 @@ import pytest
 from fedjoule import rng
 from fedjoule.devices.availability import DAY_S, Diurnal, MarkovOnOff
 from fedjoule.devices.vector_availability import DiurnalVector, MarkovVector
-from fedjoule.errors import RunDiverged
+from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.report.results import ROUND_COLUMNS, RoundsFile, _cell, read_rounds
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator import engine
@@ -322,3 +322,10 @@ def test_vector_markov_far_ahead_restarts_from_the_stationary_law():
     assert abs(online.mean() - 1 / 3) < 4 * math.sqrt(2 / 9 / 4000)
     offline_at = vector.next_offline_s(np.flatnonzero(online), 1e9, 1)
     assert np.all(offline_at >= 1e9) and np.mean(offline_at > 1e9) > 0.99
+
+
+def test_a_synthetic_dataset_larger_than_memory_is_refused_before_anything(tmp_path):
+    big = load_scenario("default", ["population.size=10000000"])
+    with pytest.raises(FedjouleError, match=r"10,000,000 clients .* GB of data, more than"):
+        run_scenario(big, tmp_path / "run", device="cpu")
+    assert not (tmp_path / "run").exists()
