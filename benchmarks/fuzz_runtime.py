@@ -2,7 +2,9 @@
 
 Every scenario file that `load_scenario` accepts must run to a clean end: exit 0 with
 finite numbers (or NaN/inf only in a round marked `diverged`), exit 2 (a FedjouleError:
-a message, no traceback) or exit 3 (the run diverged; its files written). Anything else
+a message, no traceback), exit 3 (the run diverged; its files written) or exit 1 with
+the CLI's one-line "out of memory" message (a run needing more than the harness's
+per-run memory cap, MEMORY_LIMIT_BYTES, as on a smaller machine). Anything else
 is a finding: a traceback or a signal (crash), no end within the timeout (hang), or a
 NaN/inf written as if it were a result by a run that exited 0 (silent).
 
@@ -397,6 +399,9 @@ def classify(case: Path, out: Path, rc: int | None, stderr: str) -> tuple[str, s
     """The outcome of one run and a detail line."""
     if rc is None:
         return "hang", ""
+    if rc == 1 and "error: out of memory:" in stderr and "Traceback" not in stderr:
+        # the run needs more than MEMORY_LIMIT_BYTES: a clean message, as on a small machine
+        return "out_of_memory", ""
     if "Traceback" in stderr or rc == 1 or rc < 0 or rc not in (0, 2, 3):
         return "crash", f"exit {rc}"
     if rc == 2:
