@@ -18,9 +18,11 @@ GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minib
 
 
 class AlgorithmConfig(BaseModel):
-    """Options common to every algorithm; each algorithm subclasses this with a literal name."""
+    """Options common to every algorithm; each algorithm subclasses this with a literal name.
+    Checked as scenario sections are: unknown fields are errors, numbers finite, types strict
+    (true is not a number)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 @dataclass

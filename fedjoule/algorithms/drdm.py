@@ -18,12 +18,8 @@ class DrdmConfig(DrfaConfig):
     """DRDM options: DRFA's plus FedDyn's alpha."""
 
     name: Literal["drdm"] = "drdm"  # type: ignore[assignment]
-    alpha: float = Field(
-        0.01, gt=0, description="FedDyn regularisation alpha.", strict=True, allow_inf_nan=False
-    )
-    adaptive_alpha: bool = Field(
-        True, description="alpha_i = alpha / w_i (FedDyn code).", strict=True
-    )
+    alpha: float = Field(0.01, gt=0, description="FedDyn regularisation alpha.")
+    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (FedDyn code).")
 
 
 class Drdm(Drfa):

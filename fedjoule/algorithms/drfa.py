@@ -19,27 +19,12 @@ class DrfaConfig(AlgorithmConfig):
     """DRFA options."""
 
     name: Literal["drfa"] = "drfa"
-    dual_lr: float = Field(
-        0.1,
-        gt=0,
-        description="Dual step size eta_lambda (code README).",
-        strict=True,
-        allow_inf_nan=False,
-    )
+    dual_lr: float = Field(0.1, gt=0, description="Dual step size eta_lambda (code README).")
     dual_decay: float = Field(
-        1.0,
-        gt=0,
-        le=1,
-        description="Per-round factor on dual_lr (official code: 0.9).",
-        strict=True,
-        allow_inf_nan=False,
+        1.0, gt=0, le=1, description="Per-round factor on dual_lr (official code: 0.9)."
     )
     lambda_floor: float = Field(
-        1e-3,
-        ge=0,
-        description="Entries of lambda below this are raised to it, then renormalised.",
-        strict=True,
-        allow_inf_nan=False,
+        1e-3, ge=0, description="Entries of lambda below this are raised to it, then renormalised."
     )
     sampling: Literal["lambda", "uniform"] = Field(
         "lambda",

@@ -12,15 +12,9 @@ class FedACGConfig(AlgorithmConfig):
     """FedACG options."""
 
     name: Literal["fedacg"] = "fedacg"
-    server_momentum: float = Field(
-        0.85, ge=0, lt=1, description="Server momentum lambda.", strict=True, allow_inf_nan=False
-    )
+    server_momentum: float = Field(0.85, ge=0, lt=1, description="Server momentum lambda.")
     beta: float = Field(
-        1e-3,
-        ge=0,
-        description="Local regulariser weight: beta |theta - look-ahead|^2 (code).",
-        strict=True,
-        allow_inf_nan=False,
+        1e-3, ge=0, description="Local regulariser weight: beta |theta - look-ahead|^2 (code)."
     )
 
 

@@ -19,13 +19,9 @@ class FedDCConfig(AlgorithmConfig):
 
     name: Literal["feddc"] = "feddc"
     alpha: float = Field(
-        0.01,
-        gt=0,
-        description="Drift penalty alpha (code: 0.01 CIFAR, 0.1 MNIST).",
-        strict=True,
-        allow_inf_nan=False,
+        0.01, gt=0, description="Drift penalty alpha (code: 0.01 CIFAR, 0.1 MNIST)."
     )
-    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (code).", strict=True)
+    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (code).")
     aggregation: Literal["code", "paper"] = Field(
         "code",
         description="code: mean arrived theta_i + mean h over all N; paper: mean arrived "

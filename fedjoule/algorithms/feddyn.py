@@ -12,17 +12,9 @@ class FedDynConfig(AlgorithmConfig):
     """FedDyn options."""
 
     name: Literal["feddyn"] = "feddyn"
-    alpha: float = Field(
-        0.01,
-        gt=0,
-        description="Regularisation alpha (examples: 0.01).",
-        strict=True,
-        allow_inf_nan=False,
-    )
+    alpha: float = Field(0.01, gt=0, description="Regularisation alpha (examples: 0.01).")
     adaptive_alpha: bool = Field(
-        True,
-        description="Per-client alpha_i = alpha / w_i with w_i = n_i / mean n (code).",
-        strict=True,
+        True, description="Per-client alpha_i = alpha / w_i with w_i = n_i / mean n (code)."
     )
 
 

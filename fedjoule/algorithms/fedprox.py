@@ -12,13 +12,7 @@ class FedProxConfig(AlgorithmConfig):
     """FedProx options."""
 
     name: Literal["fedprox"] = "fedprox"
-    mu: float = Field(
-        0.01,
-        ge=0,
-        description="Proximal weight mu (paper tunes 0.001-1).",
-        strict=True,
-        allow_inf_nan=False,
-    )
+    mu: float = Field(0.01, ge=0, description="Proximal weight mu (paper tunes 0.001-1).")
 
 
 class FedProx(Algorithm):

@@ -13,9 +13,7 @@ class FoolsGoldConfig(AlgorithmConfig):
     """FoolsGold options."""
 
     name: Literal["foolsgold"] = "foolsgold"
-    confidence: float = Field(
-        1.0, gt=0, description="Logit confidence kappa.", strict=True, allow_inf_nan=False
-    )
+    confidence: float = Field(1.0, gt=0, description="Logit confidence kappa.")
     combine: Literal["mean", "sum"] = Field(
         "mean",
         description="mean: sum a_i Delta_i / sum a_i (FedAvg-sized steps); sum: sum a_i Delta_i "

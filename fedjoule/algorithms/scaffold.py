@@ -12,13 +12,7 @@ class ScaffoldConfig(AlgorithmConfig):
     """SCAFFOLD options."""
 
     name: Literal["scaffold"] = "scaffold"
-    server_lr: float = Field(
-        1.0,
-        gt=0,
-        description="Global step eta_g (paper mostly 1).",
-        strict=True,
-        allow_inf_nan=False,
-    )
+    server_lr: float = Field(1.0, gt=0, description="Global step eta_g (paper mostly 1).")
     variate_lr: Literal["round", "base"] = Field(
         "round",
         description="lr in the option-II variate update: the round's lr (paper) or the "

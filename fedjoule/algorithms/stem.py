@@ -17,12 +17,7 @@ class StemConfig(AlgorithmConfig):
 
     name: Literal["stem"] = "stem"
     momentum_a: float = Field(
-        0.2,
-        gt=0,
-        le=1,
-        description="STORM weight a in (0, 1]; a = 1 is plain SGD.",
-        strict=True,
-        allow_inf_nan=False,
+        0.2, gt=0, le=1, description="STORM weight a in (0, 1]; a = 1 is plain SGD."
     )
 
 

@@ -27,29 +27,14 @@ class TacoConfig(AlgorithmConfig):
         ge=0,
         description="Correction strength gamma (reconstructed; stable while K gamma (1 - alpha) "
         "< 1; paper's candidates 0, 0.001, 0.01, 0.1, 1).",
-        strict=True,
-        allow_inf_nan=False,
     )
-    kappa: float = Field(
-        0.7,
-        gt=0,
-        le=1,
-        description="alpha above kappa is suspicious.",
-        strict=True,
-        allow_inf_nan=False,
-    )
+    kappa: float = Field(0.7, gt=0, le=1, description="alpha above kappa is suspicious.")
     zeta: int = Field(
-        3,
-        ge=0,
-        description="Expel after more than zeta suspicious rounds.",
-        strict=True,
-        le=1_000_000,
+        3, ge=0, le=1_000_000, description="Expel after more than zeta suspicious rounds."
     )
-    server_lr: float = Field(
-        1.0, gt=0, description="Global step eta_g.", strict=True, allow_inf_nan=False
-    )
+    server_lr: float = Field(1.0, gt=0, description="Global step eta_g.")
     normalize_by_k: bool = Field(
-        False, description="Divide the correction by K so one gamma serves every K.", strict=True
+        False, description="Divide the correction by K so one gamma serves every K."
     )
     weight_floor: float | None = Field(
         None,
@@ -57,8 +42,6 @@ class TacoConfig(AlgorithmConfig):
         description="Aggregation weights p_i proportional to alpha_i + floor (default 1/m): "
         "they fall back to uniform as updates cancel near a stationary point; 0 gives the "
         "plain alpha_i / sum alpha (does not settle, see docs).",
-        strict=True,
-        allow_inf_nan=False,
     )
 
 
