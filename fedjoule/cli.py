@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -229,8 +228,7 @@ def run(
     pick_device(device)
     if loaded is not None:
         print_warnings(loaded)
-    out = out or stamped_folder("runs", loaded.name)
-    check_out_folder(out)
+    out = out or stamped_folder("runs", loaded.name)  # (run_scenario checks it)
     if threads:
         torch.set_num_threads(threads)
     progress = progress_bar(quiet)
@@ -726,9 +724,6 @@ def invoke(args: list[str] | None = None) -> int:
     except FedjouleError as exc:
         error(str(exc))
         return getattr(exc, "exit_code", 2)
-    except yaml.YAMLError as exc:  # a --set or --grid value that is not YAML
-        error(yaml_message(exc))
-        return 2
     except OSError as exc:
         places = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
         error(": ".join([*places, exc.strerror or str(exc)]))
@@ -760,16 +755,6 @@ def click_classes(name: str) -> tuple[type[BaseException], ...]:
     except ImportError:
         pass
     return tuple({getattr(m, name) for m in modules if hasattr(m, name)})
-
-
-def yaml_message(exc: yaml.YAMLError) -> str:
-    """A YAML error on one line, quoting the text when it is short (a --set value)."""
-    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
-    if mark is None or problem is None:
-        return f"not valid YAML: {' '.join(str(exc).split())}"
-    text = str(mark.buffer or "").rstrip("\0")
-    where = repr(text) if 0 < len(text) <= 80 and "\n" not in text else f"line {mark.line + 1}"
-    return f"not valid YAML: {where}: {problem} (column {mark.column + 1})"
 
 
 def usage_error(exc) -> int:

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 from fedjoule.planning import backends, pareto
@@ -20,6 +18,7 @@ from fedjoule.planning.backends import Job
 from fedjoule.planning.grid import Point, parse_grid, plan_points
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
+from fedjoule.scenarios.loading import read_source
 from fedjoule.simulator import checkpoint
 
 SWEEP_JSON = "sweep.json"
@@ -71,7 +70,7 @@ def run_state(folder: Path, point: Point) -> str:
     scenario, or a checkpoint that is not plain data or not this run's, is an error."""
     if not (folder / "scenario.yaml").exists():
         return NEW
-    saved = yaml.safe_load((folder / "scenario.yaml").read_text())
+    saved, _ = read_source(folder / "scenario.yaml")  # (the bounded, safe reader)
     wanted = point.scenario.model_dump(mode="json")
     if saved != wanted:
         differ = ", ".join(checkpoint.differences(saved, wanted)[:5])

@@ -7,7 +7,7 @@ from pathlib import Path
 from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError, RunDiverged
-from fedjoule.folders import stamped_folder
+from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, write_clients, write_json
 from fedjoule.report.timeline import events_text, plot_timeline
@@ -82,14 +82,13 @@ def run_scenario(
 def refuse_occupied(out: Path) -> None:
     """A new run goes into a folder without a checkpoint; a folder with files of something
     other than a fedjoule run is refused rather than cleared."""
+    check_out_folder(out)  # a folder, or one that can be made
     if (out / CHECKPOINT).exists():
         raise FedjouleError(
             f"{out} already holds a run; resume it with --resume, or choose another --out"
         )
     if not out.exists():
         return
-    if not out.is_dir():
-        raise FedjouleError(f"--out {out}: a file is in the way; choose another --out")
     ours = (out / SCENARIO).is_file() and _starts_with(out / SCENARIO, HEADER)
     if not ours and any((out / name).exists() for name in (*OUTPUTS, SCENARIO)):
         raise FedjouleError(
