@@ -209,6 +209,23 @@ def accumulated_window_s(x_s, windows):
     return sum(days * (hi - lo) + np.clip(local - lo, 0.0, hi - lo) for lo, hi in windows)
 
 
+def window_time_s(t0_s: float, t1_s: float, shift_s, windows):
+    """Length of [t0, t1] inside the daily windows [lo, hi) shifted by shift_s (a float or
+    an array, one per client), in closed form: no loop over the days, whatever the span.
+    An empty span gives 0, an endless one the windows' daily share of it; rounding at huge
+    times is kept inside [0, t1 - t0]."""
+    none = 0.0 * shift_s
+    if not t1_s > t0_s:
+        return none
+    if not (math.isfinite(t0_s) and math.isfinite(t1_s)):
+        daily_s = sum(hi - lo for lo, hi in windows)
+        return none + ((t1_s - t0_s) * daily_s / DAY_S if daily_s > 0 else 0.0)
+    gained = accumulated_window_s(t1_s - shift_s, windows) - accumulated_window_s(
+        t0_s - shift_s, windows
+    )
+    return np.clip(gained, 0.0, t1_s - t0_s)
+
+
 class Diurnal:
     """Each round, client k is online with probability clip(p + A sin(2 pi (t - phi_k)/24 h),
     0, 1), independently, at the round's start time t; it charges while (t - phi_k) mod 24 h
@@ -217,8 +234,6 @@ class Diurnal:
     Phases phi_k = phase_h + U(0, spread_h) come from stream ("diurnal", 0); the online draws
     of round r from stream ("diurnal", 1, r). The state is fixed for the round.
     """
-
-    LOOP_DAYS = 366  # charging over longer spans in closed form (no loop over the days)
 
     def __init__(
         self,
@@ -260,29 +275,11 @@ class Diurnal:
     def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
         return math.inf if self.online(client, time_s, round_index) else float(time_s)
 
-    def _window_time_s(self, client: int, t0: float, t1: float) -> float:
-        """Length of [t0, t1] inside client's daily charging windows: day by day over up
-        to LOOP_DAYS days, in closed form (whole days x the window + the parts) beyond."""
+    def charging_windows_s(self) -> list[tuple[float, float]]:
+        """The daily charging window as [lo, hi) spans of local time (two when it wraps
+        midnight)."""
         a, b = self.charging_from_s, self.charging_to_s
-        windows = [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
-        shift = self.phase_s[client]
-        if not t1 > t0:
-            return 0.0
-        if not (math.isfinite(t0) and math.isfinite(t1)):  # an endless span: the daily share
-            daily_s = sum(hi - lo for lo, hi in windows)
-            return (t1 - t0) * daily_s / DAY_S if daily_s > 0 else 0.0
-        total = 0.0
-        first_day = math.floor((t0 - shift) / DAY_S)
-        last_day = math.floor((t1 - shift) / DAY_S)
-        if last_day - first_day > self.LOOP_DAYS:
-            done = accumulated_window_s(t1 - shift, windows)
-            gained = done - accumulated_window_s(t0 - shift, windows)
-            return float(min(max(gained, 0.0), t1 - t0))
-        for day in range(first_day, last_day + 1):
-            base = shift + day * DAY_S
-            for lo, hi in windows:
-                total += max(0.0, min(t1, base + hi) - max(t0, base + lo))
-        return total
+        return [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
 
     def charging(self, client: int, time_s: float) -> bool:
         local_s = (time_s - self.phase_s[client]) % DAY_S
@@ -291,7 +288,7 @@ class Diurnal:
 
     def charging_time_s(self, t0: float, t1: float) -> np.ndarray:
         """Per client, the time in [t0, t1] spent charging (s)."""
-        return np.array([self._window_time_s(k, t0, t1) for k in range(self.n_clients)])
+        return window_time_s(t0, t1, self.phase_s, self.charging_windows_s())
 
 
 def _excerpt(value, limit: int = 60) -> str:

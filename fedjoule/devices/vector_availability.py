@@ -12,7 +12,6 @@ from fedjoule.devices.availability import (
     AlwaysOn,
     BernoulliDropout,
     Diurnal,
-    accumulated_window_s,
 )
 from fedjoule.errors import FedjouleError
 
@@ -48,23 +47,9 @@ class DiurnalVector(RoundStates):
         return (a <= local_s) & (local_s < b) if a <= b else (local_s >= a) | (local_s < b)
 
     def charging_time_s(self, t0_s: float, t1_s: float) -> np.ndarray:
-        """Per client, the time in [t0, t1] inside its daily windows: C(t1) - C(t0), with
-        C(t) the charging time accumulated since a fixed origin (whole days + the part of
-        today's window already past)."""
-        a, b = self.model.charging_from_s, self.model.charging_to_s
-        windows = [(a, b)] if a <= b else [(0.0, b), (a, DAY_S)]
-        phase = self.model.phase_s
-        if not t1_s > t0_s:
-            return np.zeros(len(phase))
-        if not (math.isfinite(t0_s) and math.isfinite(t1_s)):  # endless: the daily share
-            daily_s = sum(hi - lo for lo, hi in windows)
-            share = (t1_s - t0_s) * daily_s / DAY_S if daily_s > 0 else 0.0
-            return np.full(len(phase), share)
-        done = accumulated_window_s(t1_s - phase, windows)
-        gained = done - accumulated_window_s(t0_s - phase, windows)
-        if t1_s - t0_s > Diurnal.LOOP_DAYS * DAY_S:  # huge times: keep rounding inside [0, t1-t0]
-            gained = np.clip(gained, 0.0, t1_s - t0_s)
-        return gained
+        """Per client, the time in [t0, t1] inside its daily windows (closed form, all
+        clients at once: the SimPy model's own computation)."""
+        return self.model.charging_time_s(t0_s, t1_s)
 
 
 class MarkovVector:
