@@ -7,9 +7,22 @@ the simulation finite, these only catch values no real deployment has. Threshold
 wide, so the built-in scenarios and ordinary studies raise none.
 """
 
+import math
+
 from fedjoule.scenarios.schema import Scenario
 
 GB = 1024**3
+
+
+def synthetic_data_bytes(scenario: Scenario) -> float:
+    """About how many bytes a training run's synthetic data takes (0 for other datasets):
+    per client, avg_samples (the log-normal mean with size_sigma) and test_samples
+    samples of dim float32 features and a label."""
+    if scenario.dataset.name != "synthetic":
+        return 0.0
+    synthetic = scenario.dataset.synthetic
+    samples = synthetic.avg_samples * math.exp(synthetic.size_sigma**2 / 2) + synthetic.test_samples
+    return 4.0 * scenario.population.size * samples * (synthetic.dim + 1)
 
 
 def _fmt(value: float) -> str:
@@ -187,15 +200,13 @@ def _training(s: Scenario, warn) -> None:
             str(timeline[:5]),
             f"rounds at or past training.rounds ({t.rounds}) are never drawn (rounds count from 0)",
         )
-    d = s.dataset
-    if d.name == "synthetic":
-        data_bytes = 4.0 * n * d.synthetic.avg_samples * (d.synthetic.dim + 1)
-        if data_bytes > 8 * GB:
-            warn(
-                "population.size",
-                n,
-                f"x dataset.synthetic.avg_samples x (dim + 1) x 4 bytes = {data_bytes / GB:.0f} "
-                "GB of synthetic data for a training run (`--no-train` needs none)",
-            )
+    data_bytes = synthetic_data_bytes(s)
+    if data_bytes > 8 * GB:
+        warn(
+            "population.size",
+            n,
+            f"about {data_bytes / 1e9:.0f} GB of synthetic data (training and test samples, "
+            "dim + 1 values of 4 bytes each) for a training run (`--no-train` needs none)",
+        )
     if t.lr > 100:
         warn("training.lr", t.lr, "a learning rate above 100 diverges for every model here")

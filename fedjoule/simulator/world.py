@@ -1,6 +1,5 @@
 """Everything a run holds fixed, built once from the scenario: data, model, devices, cell."""
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from fedjoule.devices.population import Population, sample_population, step_cost
 from fedjoule.errors import FedjouleError
 from fedjoule.models import build_model
 from fedjoule.models.functional import FlatModel
+from fedjoule.scenarios.plausibility import synthetic_data_bytes
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.evaluation import Evaluator
 
@@ -131,18 +131,16 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
 def check_data_fits(scenario: Scenario) -> None:
     """Refuse a synthetic dataset larger than this machine's memory, before making it
     (10 million clients x 200 samples would otherwise end in the kernel's OOM killer)."""
-    if scenario.dataset.name != "synthetic":
-        return  # a real dataset is as large as its files
-    synthetic, n = scenario.dataset.synthetic, scenario.population.size
-    samples = synthetic.avg_samples * math.exp(synthetic.size_sigma**2 / 2) + synthetic.test_samples
-    need_bytes = n * samples * (synthetic.dim + 1) * 4  # float32 features and a label
+    need_bytes = synthetic_data_bytes(scenario)
     memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if need_bytes > memory_bytes:
+        n, values = scenario.population.size, scenario.dataset.synthetic.dim + 1
+        samples = need_bytes / (4 * n * values)
         raise FedjouleError(
-            f"dataset.synthetic: {n:,} clients x about {samples:,.0f} samples x "
-            f"{synthetic.dim + 1} values x 4 bytes = {need_bytes / 1e9:.3g} GB of data, more "
-            f"than this machine's {memory_bytes / 1e9:.3g} GB of memory; reduce "
-            "population.size or dataset.synthetic.avg_samples (`run --no-train` needs no data)"
+            f"dataset.synthetic: {n:,} clients x about {samples:,.0f} samples x {values} "
+            f"values x 4 bytes = {need_bytes / 1e9:.3g} GB of data, more than this machine's "
+            f"{memory_bytes / 1e9:.3g} GB of memory; reduce population.size or "
+            "dataset.synthetic.avg_samples (`run --no-train` needs no data)"
         )
 
 
