@@ -13,8 +13,7 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
-
+from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
 ROUND_COLUMNS = [
@@ -78,19 +77,6 @@ CLIENT_COLUMNS = [
 ]
 
 
-def _cell(value) -> str:
-    """A CSV cell: "" for None (no value), nan / inf / -inf for a float that is not
-    finite, repr for other floats (round-trips exactly), str for the rest."""
-    if value is None:
-        return ""
-    if isinstance(value, float | np.floating):
-        value = float(value)
-        if math.isnan(value):
-            return "nan"
-        return repr(value)  # 'inf' and '-inf' for the infinities
-    return str(value)
-
-
 class RoundsFile:
     """rounds.csv: one row per round, appended and fsynced as soon as the round ends; its
     length and CRC-32 go into every checkpoint (fedjoule.storage.AppendLog)."""
@@ -104,7 +90,7 @@ class RoundsFile:
         writer = csv.writer(text)
         if self.log.length == 0:
             writer.writerow(ROUND_COLUMNS)
-        writer.writerow([_cell(row.get(c)) for c in ROUND_COLUMNS])
+        writer.writerow([cell(row.get(c)) for c in ROUND_COLUMNS])
         self.log.append(text.getvalue().encode())
 
 
@@ -134,7 +120,7 @@ def write_clients(path: Path, rows: list[dict]) -> None:
     writer = csv.writer(text)
     writer.writerow(CLIENT_COLUMNS)
     for row in rows:
-        writer.writerow([_cell(row[c]) for c in CLIENT_COLUMNS])
+        writer.writerow([cell(row[c]) for c in CLIENT_COLUMNS])
     write_text_atomically(path, text.getvalue())
 
 

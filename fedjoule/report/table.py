@@ -5,14 +5,22 @@ import io
 import math
 from pathlib import Path
 
+import numpy as np
+
 from fedjoule.storage import write_text_atomically
 
 
 def cell(value) -> str:
-    """A CSV cell: floats in full precision (repr), None and NaN empty."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """A CSV cell: "" for None (no value), nan / inf / -inf for a float that is not
+    finite, repr for other floats (round-trips exactly), str for the rest."""
+    if value is None:
         return ""
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        if math.isnan(value):
+            return "nan"
+        return repr(value)  # 'inf' and '-inf' for the infinities
+    return str(value)
 
 
 def write_table(path: Path, rows: list[dict]) -> None:

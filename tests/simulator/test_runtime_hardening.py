@@ -14,7 +14,8 @@ from fedjoule import rng
 from fedjoule.devices.availability import DAY_S, Diurnal, MarkovOnOff
 from fedjoule.devices.vector_availability import DiurnalVector, MarkovVector
 from fedjoule.errors import FedjouleError, RunDiverged
-from fedjoule.report.results import ROUND_COLUMNS, RoundsFile, _cell, read_rounds
+from fedjoule.report.results import ROUND_COLUMNS, RoundsFile, read_rounds
+from fedjoule.report.table import cell
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator import engine
 from fedjoule.simulator.engine import (
@@ -123,10 +124,10 @@ def test_diverged_run_files_mark_nan_and_keep_json_finite(tmp_path):
 
 
 def test_not_evaluated_and_nan_are_different_cells(tmp_path):
-    assert [_cell(v) for v in (None, math.nan, math.inf, -math.inf, 0.1, 3)] == [
+    assert [cell(v) for v in (None, math.nan, math.inf, -math.inf, 0.1, 3)] == [
         "", "nan", "inf", "-inf", "0.1", "3",
     ]  # fmt: skip
-    assert _cell(np.float32("nan")) == "nan" and _cell(np.float64(2.5)) == "2.5"
+    assert cell(np.float32("nan")) == "nan" and cell(np.float64(2.5)) == "2.5"
     rounds = RoundsFile(tmp_path / "rounds.csv")
     rounds.append({"round": 0, "loss": None, "accuracy": None, "diverged": 0})
     rounds.append({"round": 1, "loss": math.nan, "accuracy": 0.25, "diverged": 1})
