@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fedjoule.errors import FedjouleError
+from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.system import SystemEngine
 from fedjoule.simulator.system_world import SystemWorld
@@ -61,9 +62,11 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     with np.errstate(invalid="ignore", divide="ignore"):
         per_class = {
             name: {  # None where undefined: a class that never took part
-                "energy_per_participation_j": _finite(class_energy[c] / class_participations[c]),
-                "battery_drain_j_per_day": _finite(drain_j_per_day[c]),
-                "battery_drain_percent_per_day": _finite(
+                "energy_per_participation_j": finite_or_none(
+                    class_energy[c] / class_participations[c]
+                ),
+                "battery_drain_j_per_day": finite_or_none(drain_j_per_day[c]),
+                "battery_drain_percent_per_day": finite_or_none(
                     100 * drain_j_per_day[c] / (capacity_j[c] / class_size[c])
                 ),
             }
@@ -80,12 +83,6 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         "uplink_airtime_per_round_s": (airtime / rounds).tolist(),
         "per_class": per_class,
     }
-
-
-def _finite(value) -> float | None:
-    """A figure as a float, or None when it is undefined (0/0) or infinite."""
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def plan_capacity(

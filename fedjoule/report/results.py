@@ -13,6 +13,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
@@ -122,6 +124,15 @@ def write_clients(path: Path, rows: list[dict]) -> None:
     for row in rows:
         writer.writerow([cell(row[c]) for c in CLIENT_COLUMNS])
     write_text_atomically(path, text.getvalue())
+
+
+def finite_or_none(value):
+    """A number for JSON, which has no NaN or inf: such a float becomes None, other floats
+    plain floats; anything else stays as it is."""
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
 
 
 def write_json(path: Path, data: dict) -> None:

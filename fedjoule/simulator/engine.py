@@ -32,6 +32,7 @@ from fedjoule.algorithms.learning import (
     train_clients,
 )
 from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.report.results import finite_or_none
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord
 from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
@@ -391,7 +392,7 @@ class Simulation:
                 cause = cause or "the test loss"
                 diverged = True
             # the row keeps NaN/inf (written as nan/inf); the running summary only numbers
-            p.metrics = {k: _finite_or_none(v) for k, v in metrics.items()}
+            p.metrics = {k: finite_or_none(v) for k, v in metrics.items()}
             if not diverged:
                 p.best_accuracy = np.nanmax([p.best_accuracy, metrics["accuracy"]])
                 reached = training.target_value is not None and (
@@ -501,14 +502,7 @@ class Simulation:
             "diverged_reason": p.diverged_reason,
             **self.detection_rates(),
         }
-        return {k: _finite_or_none(v) for k, v in summary.items()}
-
-
-def _finite_or_none(value):
-    """A float that is NaN or inf becomes None (JSON has no NaN); anything else as it is."""
-    if isinstance(value, float | np.floating) and not math.isfinite(value):
-        return None
-    return value
+        return {k: finite_or_none(v) for k, v in summary.items()}
 
 
 def model_is_finite(state: dict) -> bool:
