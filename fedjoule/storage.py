@@ -79,15 +79,22 @@ class AppendLog:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.length = self.path.stat().st_size if self.path.exists() else 0
-        self.crc32 = file_crc32(self.path, self.length) if self.length else 0
+        self._crc32: int | None = None if self.length else 0  # read when first needed
+
+    @property
+    def crc32(self) -> int:
+        if self._crc32 is None:  # a file that was there before: its content so far
+            self._crc32 = file_crc32(self.path, self.length)
+        return self._crc32
 
     def append(self, data: bytes) -> None:
+        crc = self.crc32
         with open(self.path, "ab") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         self.length += len(data)
-        self.crc32 = zlib.crc32(data, self.crc32)
+        self._crc32 = zlib.crc32(data, crc)
 
     def mark(self) -> dict:
         """What a checkpoint records of this file."""
@@ -120,7 +127,7 @@ class AppendLog:
                         left -= len(chunk)
 
             replace_atomically(self.path, copy_prefix)
-        self.length, self.crc32 = want, int(mark["crc32"])
+        self.length, self._crc32 = want, int(mark["crc32"])
 
 
 class FolderLock:

@@ -80,7 +80,7 @@ def run_state(folder: Path, point: Point) -> str:
         )
     if not (folder / CHECKPOINT).exists():
         return NEW
-    state = checkpoint.read_checkpoint(folder / CHECKPOINT)
+    state = checkpoint.read_checkpoint(folder / CHECKPOINT, mmap=True)  # (tensors unread)
     checkpoint.check_belongs(state, folder / CHECKPOINT, wanted, folder / "scenario.yaml")
     if (folder / "summary.json").exists() and checkpoint.finished(state):
         return DONE

@@ -68,13 +68,15 @@ def save_checkpoint(
     replace_atomically(Path(path), lambda f: torch.save(payload, f))
 
 
-def read_checkpoint(path: Path) -> dict:
-    """A checkpoint's content, loaded as data only; anything else is a FedjouleError."""
+def read_checkpoint(path: Path, mmap: bool = False) -> dict:
+    """A checkpoint's content, loaded as data only; anything else is a FedjouleError.
+    `mmap`: tensors are mapped from the file, not read (to look at a checkpoint, e.g. a
+    sweep restart checking its runs)."""
     import torch
 
     path = Path(path)
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        saved = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
         first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
         raise FedjouleError(
