@@ -285,12 +285,6 @@ def _message(err: dict) -> str:
     return f"{message} (got {short(value)})"
 
 
-def describe_error(err: dict[str, Any]) -> str:
-    """One line naming the field path, the bad value and what is allowed."""
-    loc, _ = _clean_loc(err["loc"])
-    return Problem(loc, _message(err)).text()
-
-
 def _unknown_problem(raw, group: tuple, parent, keys: list) -> Problem:
     allowed = sorted(parent.model_fields) if parent is not None else []
 
@@ -474,21 +468,6 @@ def cross_field_problems(raw: dict, bad: set[tuple], failed: set[tuple]) -> list
 
     visit(Scenario, raw, ())
     return problems
-
-
-def fields_at(loc: list[str], algorithm: str | None = None) -> list[str]:
-    """Field names allowed at a location of the scenario (for 'unknown field' messages)."""
-    from fedjoule.algorithms.registry import ALGORITHMS
-
-    if loc == ["algorithm"] and algorithm in ALGORITHMS:
-        return sorted(ALGORITHMS[algorithm][1].model_fields)
-    model: type[BaseModel] | None = Scenario
-    for part in loc:
-        if part.isdigit() or model is None:
-            continue
-        info = model.model_fields.get(part)
-        model = _section_of(info.annotation)[0] if info else None
-    return sorted(model.model_fields) if model else []
 
 
 def scenario_yaml(scenario: Scenario) -> str:
