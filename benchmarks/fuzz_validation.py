@@ -36,7 +36,10 @@ import annotated_types as at
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from record import save_results  # noqa: E402
+
+from tests.scenarios.documents import delete_path, leaves, set_path  # noqa: E402
 
 HANG_S = 10.0
 
@@ -156,45 +159,6 @@ def legal_extreme(rng: random.Random, annotation, metadata):
 
 
 # --------------------------------------------------------------------------- mutations
-
-
-def leaves(node, path=()):
-    """Every (path, value) of a parsed document."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield (*path, k), v
-            yield from leaves(v, (*path, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield (*path, i), v
-            yield from leaves(v, (*path, i))
-
-
-def set_path(raw, path, value) -> None:
-    """Set `path` (ints: list indices) to `value`, making or replacing what is in the way."""
-    node = raw
-    for part, nxt in zip(path, path[1:], strict=False):
-        if isinstance(node, list):
-            while len(node) <= part:
-                node.append({})
-        child = node.get(part) if isinstance(node, dict) else node[part]
-        if isinstance(nxt, int) and not isinstance(child, list):
-            child = [{}]
-        elif not isinstance(nxt, int) and not isinstance(child, dict):
-            child = {}
-        node[part] = child
-        node = child
-    if isinstance(node, list):
-        while len(node) <= path[-1]:
-            node.append({})
-    node[path[-1]] = value
-
-
-def delete_path(raw, path) -> None:
-    node = raw
-    for part in path[:-1]:
-        node = node[part]
-    del node[path[-1]]
 
 
 def typo(rng: random.Random, name: str) -> str:

@@ -22,6 +22,7 @@ from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.errors import FedjouleError
 from fedjoule.scenarios.loading import builtin_names, builtin_text, load_scenario
 from fedjoule.scenarios.schema import Scenario
+from tests.scenarios.documents import delete_path, leaves, set_path
 
 TIME_BOUND_S = 2.0
 MAX_LINES = 100
@@ -84,61 +85,22 @@ values = st.recursive(
 )
 
 
-def _leaves(node, path=()):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield (*path, k)
-            yield from _leaves(v, (*path, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield (*path, i)
-            yield from _leaves(v, (*path, i))
-
-
-def _set(raw, path, value) -> None:
-    node = raw
-    for part, nxt in zip(path, path[1:], strict=False):
-        if isinstance(node, list):
-            while len(node) <= part:
-                node.append({})
-        child = node.get(part) if isinstance(node, dict) else node[part]
-        if isinstance(nxt, int) and not isinstance(child, list):
-            child = [{}]
-        elif not isinstance(nxt, int) and not isinstance(child, dict):
-            child = {}
-        node[part] = child
-        node = child
-    if isinstance(node, list):
-        while len(node) <= path[-1]:
-            node.append({})
-    node[path[-1]] = value
-
-
-def _get_parent(raw, path):
-    node = raw
-    for part in path[:-1]:
-        node = node[part]
-    return node
-
-
 @st.composite
 def mutated_builtin(draw) -> str | bytes:
     """A built-in scenario with 1-3 changes, then maybe text-level damage."""
     raw = copy.deepcopy(BASES[draw(st.sampled_from(sorted(BASES)))])
     for _ in range(draw(st.integers(1, 3))):
         op = draw(st.sampled_from(["leaf", "field", "delete", "unknown", "algorithm"]))
-        paths = list(_leaves(raw))
+        existing = list(leaves(raw))
+        paths = [p for p, _ in existing]
         if op == "leaf" and paths:
-            _set(raw, draw(st.sampled_from(paths)), draw(values))
+            set_path(raw, draw(st.sampled_from(paths)), draw(values))
         elif op == "field":
-            _set(raw, draw(st.sampled_from(FIELDS)), draw(values))
+            set_path(raw, draw(st.sampled_from(FIELDS)), draw(values))
         elif op == "delete" and paths:
-            path = draw(st.sampled_from(paths))
-            del _get_parent(raw, path)[path[-1]]
+            delete_path(raw, draw(st.sampled_from(paths)))
         elif op == "unknown":
-            sections = [raw] + [
-                v for v in (_get_parent(raw, p)[p[-1]] for p in paths) if isinstance(v, dict)
-            ]
+            sections = [raw] + [v for _, v in existing if isinstance(v, dict)]
             draw(st.sampled_from(sections))[draw(st.text(min_size=1, max_size=8))] = draw(scalars)
         elif op == "algorithm":
             raw["algorithm"] = {"name": draw(st.sampled_from(sorted(ALGORITHMS)))}
@@ -178,7 +140,7 @@ def from_scratch(draw) -> str | bytes:
     doc: dict = {}
     for _ in range(draw(st.integers(0, 6))):
         if draw(st.booleans()):
-            _set(doc, draw(st.sampled_from(FIELDS)), draw(values))
+            set_path(doc, draw(st.sampled_from(FIELDS)), draw(values))
         else:
             doc[draw(section_names)] = draw(values)
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
