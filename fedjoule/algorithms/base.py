@@ -20,9 +20,17 @@ GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minib
 class AlgorithmConfig(BaseModel):
     """Options common to every algorithm; each algorithm subclasses this with a literal name.
     Checked as scenario sections are: unknown fields are errors, numbers finite, types strict
-    (true is not a number)."""
+    (true is not a number). A field with an alias (`class` of a custom algorithm) is read
+    and written under its alias."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+    cross_checks: ClassVar[tuple] = ()  # (none: the scenario's checks skip option models)
 
 
 @dataclass
@@ -67,6 +75,7 @@ class Algorithm:
     downlink_vectors: ClassVar[int] = 1  # model-sized vectors the server broadcasts
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
     needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
+    config_class: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig  # the options' model
 
     def __init__(
         self,

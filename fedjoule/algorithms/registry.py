@@ -1,10 +1,28 @@
-"""The algorithms a scenario can name, with their option models."""
+"""The algorithms a scenario can name: the built-ins, those installed packages add through
+the entry-point group `fedjoule.algorithms`, and `custom` classes from a file or module.
 
-from typing import Annotated, Union
+An algorithm is a subclass of `Algorithm` (base.py); its options are the pydantic model
+in its `config_class` attribute (a subclass of AlgorithmConfig, no options by default).
+A scenario's `algorithm:` section is checked against that model:
 
-from pydantic import Field
+    algorithm: {name: fedavg}                                   # built in
+    algorithm: {name: fednova, mu: 0.01}                        # installed (entry point)
+    algorithm: {name: custom, class: "my_algo.py:MyAlgo", options: {...}}
+"""
 
-from fedjoule.algorithms.base import Algorithm
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    WrapValidator,
+    create_model,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from fedjoule.algorithms.base import Algorithm, AlgorithmConfig
 from fedjoule.algorithms.drdm import Drdm, DrdmConfig
 from fedjoule.algorithms.drfa import Drfa, DrfaConfig
 from fedjoule.algorithms.fedacg import FedACG, FedACGConfig
@@ -16,8 +34,9 @@ from fedjoule.algorithms.foolsgold import FoolsGold, FoolsGoldConfig
 from fedjoule.algorithms.scaffold import Scaffold, ScaffoldConfig
 from fedjoule.algorithms.stem import Stem, StemConfig
 from fedjoule.algorithms.taco import Taco, TacoConfig
+from fedjoule.plugins import REGISTRY, PluginError, entry_target, load_spec, plugin_dirs
 
-ALGORITHMS: dict[str, tuple[type[Algorithm], type]] = {
+ALGORITHMS: dict[str, tuple[type[Algorithm], type[AlgorithmConfig]]] = {
     "fedavg": (FedAvg, FedAvgConfig),
     "fedprox": (FedProx, FedProxConfig),
     "scaffold": (Scaffold, ScaffoldConfig),
@@ -30,12 +49,39 @@ ALGORITHMS: dict[str, tuple[type[Algorithm], type]] = {
     "stem": (Stem, StemConfig),
     "fedacg": (FedACG, FedACGConfig),
 }
+for _name, (_cls, _config) in ALGORITHMS.items():
+    _cls.config_class = _config
+    REGISTRY.register("algorithm", _name, _cls)
 
-# The scenario's `algorithm:` section: one option model per algorithm, chosen by `name`.
-AlgorithmSection = Annotated[
-    Union[tuple(config for _, config in ALGORITHMS.values())],  # noqa: UP007
-    Field(discriminator="name"),
-]
+CUSTOM = "custom"
+
+
+class PluginAlgorithmSource(AlgorithmConfig):
+    """Where a plug-in algorithm's code came from (recorded in scenario.yaml)."""
+
+    file: str | None = Field(None, max_length=4096, description="Absolute path of the file.")
+    module: str | None = Field(None, max_length=1000, description="Module it was imported as.")
+    sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's content."
+    )
+    entry_point: str | None = Field(None, max_length=1000, description="Entry point's target.")
+
+
+def names() -> list[str]:
+    """Every algorithm name a scenario may use (`custom` last)."""
+    return [*REGISTRY.entries("algorithm"), CUSTOM]
+
+
+def algorithm_class(section: AlgorithmConfig) -> tuple[type[Algorithm], AlgorithmConfig]:
+    """The class a validated `algorithm:` section names, and the options it is built with."""
+    if section.name == CUSTOM:
+        cls, _ = load_spec(section.class_, (), _recorded(section.source))
+        return cls, section.options
+    entry = REGISTRY.get("algorithm", section.name)
+    if entry is None:
+        raise PluginError(f"algorithm {section.name!r} is not available here; have {names()}")
+    cls, _ = entry_target(entry)
+    return cls, section
 
 
 def build_algorithm(
@@ -47,5 +93,129 @@ def build_algorithm(
     seed: int = 0,
 ) -> Algorithm:
     """The algorithm object a scenario's `algorithm:` section describes."""
-    cls, _ = ALGORITHMS[config.name]
-    return cls(config, n_clients, client_samples, nominal_steps, base_lr, seed)
+    cls, options = algorithm_class(config)
+    return cls(options, n_clients, client_samples, nominal_steps, base_lr, seed)
+
+
+def check_algorithm_class(cls: Any, where: str) -> type[Algorithm]:
+    """A plug-in must be an Algorithm subclass with a pydantic option model."""
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise PluginError(
+            f"{where} is {type(cls).__name__} {getattr(cls, '__name__', cls)!r}, not a subclass "
+            "of fedjoule.algorithms.base.Algorithm"
+        )
+    config = getattr(cls, "config_class", AlgorithmConfig)
+    if not (isinstance(config, type) and issubclass(config, AlgorithmConfig)):
+        raise PluginError(
+            f"{where}: config_class must be a subclass of "
+            "fedjoule.algorithms.base.AlgorithmConfig (a pydantic model of the options)"
+        )
+    return cls
+
+
+@cache
+def named_section(name: str, config: type[AlgorithmConfig]) -> type[AlgorithmConfig]:
+    """The section model of an installed algorithm: its options plus `name: <name>`."""
+    if "name" in config.model_fields:
+        return config
+    return create_model(f"{config.__name__}Section", __base__=config, name=(Literal[name], name))
+
+
+@cache
+def custom_section(config: type[AlgorithmConfig]) -> type[AlgorithmConfig]:
+    """The section model of `name: custom`: the class, its options, its recorded source."""
+    return create_model(
+        f"Custom{config.__name__}Section",
+        __base__=AlgorithmConfig,
+        name=(Literal["custom"], CUSTOM),
+        class_=(
+            str,
+            Field(
+                alias="class",
+                min_length=3,
+                max_length=4096,
+                description="'file.py:ClassName' or 'package.module:ClassName'.",
+            ),
+        ),
+        options=(SerializeAsAny[config], Field(default_factory=config)),
+        source=(PluginAlgorithmSource | None, None),
+    )
+
+
+def section_model(value: Any) -> type[AlgorithmConfig]:
+    """The model that checks an `algorithm:` mapping, chosen by its `name` (fedavg when it
+    has none). Raises PluginError for a name or plug-in that cannot be used."""
+    name = value.get("name", "fedavg") if isinstance(value, dict) else "fedavg"
+    if name == CUSTOM:
+        spec = value.get("class")
+        if not isinstance(spec, str):
+            raise _FieldProblem("class", "a custom algorithm needs class: 'file.py:ClassName'")
+        cls, _ = load_spec(spec, plugin_dirs(), _recorded(value.get("source")))
+        check_algorithm_class(cls, spec)
+        return custom_section(cls.config_class)
+    if not isinstance(name, str):
+        raise _FieldProblem("name", f"expected text (an algorithm name), got {name!r}")
+    entry = REGISTRY.get("algorithm", name)
+    if entry is None:
+        raise _FieldProblem(
+            "name", f"unknown algorithm {name!r}; available: {', '.join(map(repr, names()))}"
+        )
+    cls, _ = entry_target(entry)
+    check_algorithm_class(cls, f"algorithm {name!r} ({entry.origin})")
+    return cls.config_class if entry.origin == "built in" else named_section(name, cls.config_class)
+
+
+def _recorded(source) -> dict | None:
+    if source is None:
+        return None
+    if isinstance(source, dict):
+        return source
+    return source.model_dump()
+
+
+class _FieldProblem(Exception):  # noqa: N818 - carries a located validation error
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+
+
+def _resolve(value: Any, handler, info) -> AlgorithmConfig:
+    """Validate an `algorithm:` section against the model its name chooses."""
+    if isinstance(value, AlgorithmConfig):
+        return value
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "dict_type", "expected a mapping with a name, e.g. {name: fedavg}"
+        )
+    try:
+        model = section_model(value)
+    except _FieldProblem as problem:
+        raise _located(problem.field, problem.message, value.get(problem.field)) from None
+    except PluginError as exc:
+        field = "class" if value.get("name") == CUSTOM else "name"
+        raise _located(field, str(exc), value.get(field)) from None
+    section = model.model_validate(value)
+    if section.name == CUSTOM:  # record where the class came from
+        _, source = load_spec(section.class_, plugin_dirs(), _recorded(section.source))
+        section.source = PluginAlgorithmSource(**source)
+    return section
+
+
+def _located(field: str, message: str, value: Any) -> ValidationError:
+    detail = InitErrorDetails(
+        type=PydanticCustomError("plugin", "{message}", {"message": message}),
+        loc=(field,),
+        input=value,
+    )
+    return ValidationError.from_exception_data("algorithm", [detail])
+
+
+# The scenario's `algorithm:` section: checked by the model its `name` chooses.
+AlgorithmSection = Annotated[SerializeAsAny[AlgorithmConfig], WrapValidator(_resolve)]
+
+
+def section_model_or_none(value: Any) -> type[AlgorithmConfig] | None:
+    """section_model, or None where it raises (for error reporting over bad files)."""
+    try:
+        return section_model(value)
+    except (PluginError, _FieldProblem):
+        return None

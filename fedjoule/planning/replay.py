@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.errors import FedjouleError
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
@@ -75,7 +75,7 @@ class ReplaySimulation(SimpySystemSimulation):
     def __init__(self, world: SystemWorld, rounds: dict[int, RoundSets]):
         super().__init__(world)
         self.rounds = rounds
-        self.needs_probe = ALGORITHMS[world.scenario.algorithm.name][0].needs_probe
+        self.needs_probe = algorithm_class(world.scenario.algorithm)[0].needs_probe
         self.violations: list[str] = []
 
     def _eligible(self, time_s: float, r: int, wanted: list[int], what: str) -> None:

@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fedjoule.errors import FedjouleError
+from fedjoule.plugins import relative_to
 from fedjoule.scenarios.schema import Invalid, Scenario
 from fedjoule.scenarios.yaml_reader import (
     Unreadable,
@@ -143,7 +144,18 @@ def load_scenario(source: str | Path = "default", overrides: list[str] | None = 
     """A validated Scenario from a built-in name or a YAML file, with overrides applied."""
     raw, label = read_source(source)
     raw = apply_overrides(raw, overrides or [])
-    return validate(raw, label)
+    with relative_to(scenario_folder(source)):
+        return validate(raw, label)
+
+
+def scenario_folder(source: str | Path) -> Path | None:
+    """The folder of a scenario file (its plug-in files are found from there); None for a
+    built-in scenario."""
+    path = Path(source)
+    try:
+        return path.resolve().parent if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 # --------------------------------------------------------------------------- validation
@@ -194,12 +206,12 @@ def split_unknown(raw: dict) -> tuple[dict, dict[tuple, tuple[type[BaseModel], l
     """`raw` without its unknown keys (copies only the mappings that had some), and the
     unknown keys of each section: {key path of the section: (its model, [keys])}. Checking
     them here, once per section, keeps 200,000 unknown keys from making 200,000 errors."""
-    from fedjoule.algorithms.registry import ALGORITHMS
+    from fedjoule.algorithms.registry import section_model_or_none
 
     unknown: dict[tuple, tuple[type[BaseModel], list]] = {}
 
     def visit(model: type[BaseModel], data: dict, loc: tuple) -> dict:
-        fields = model.model_fields
+        fields = keys_of(model)
         extra = [k for k in data if not (isinstance(k, str) and k in fields)]
         out = data
         if extra:
@@ -208,9 +220,9 @@ def split_unknown(raw: dict) -> tuple[dict, dict[tuple, tuple[type[BaseModel], l
         for name in list(out):
             value, new = out[name], None
             if model is Scenario and name == "algorithm":
-                tag = value.get("name") if isinstance(value, dict) else None
-                if isinstance(tag, str) and tag in ALGORITHMS:
-                    new = visit(ALGORITHMS[tag][1], value, (*loc, name))
+                sub = section_model_or_none(value) if isinstance(value, dict) else None
+                if sub is not None:
+                    new = visit(sub, value, (*loc, name))
             else:
                 sub, is_list = _section_of(fields[name].annotation)
                 if sub is not None and not is_list and isinstance(value, dict):
@@ -243,7 +255,7 @@ def scenario_problems(
     last: Problem | None = None
     unknown = dict(unknown or {})
     for err in errors:
-        loc, parent = _clean_loc(err["loc"])
+        loc, parent = _clean_loc(err["loc"], raw)
         if err["type"] == "cross_field":
             cross_messages.append(Problem(loc, one_line(err["msg"]), section=True))
             continue
@@ -286,7 +298,7 @@ def _message(err: dict) -> str:
 
 
 def _unknown_problem(raw, group: tuple, parent, keys: list) -> Problem:
-    allowed = sorted(parent.model_fields) if parent is not None else []
+    allowed = sorted(keys_of(parent)) if parent is not None else []
 
     def named(key) -> str:
         hint = difflib.get_close_matches(key, allowed, n=1) if isinstance(key, str) else []
@@ -353,21 +365,36 @@ def _has(mapping: dict, key) -> bool:
         return False
 
 
+def keys_of(model: type[BaseModel]) -> dict:
+    """A section's keys as a file writes them (a field's alias where it has one: `class`)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
+
+
+def _is_section(annotation) -> bool:
+    """A scenario section or an algorithm's option model (both have cross_checks)."""
+    return (
+        isinstance(annotation, type)
+        and issubclass(annotation, BaseModel)
+        and hasattr(annotation, "cross_checks")
+    )
+
+
 def _section_of(annotation) -> tuple[type[BaseModel] | None, bool]:
     """(model, is a list of it) for a field holding a section or a list of sections."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if _is_section(annotation):
         return annotation, False
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
-        if isinstance(item, type) and issubclass(item, BaseModel):
+        if _is_section(item):
             return item, True
     return None, False
 
 
-def _clean_loc(loc) -> tuple[tuple, type[BaseModel] | None]:
+def _clean_loc(loc, raw=None) -> tuple[tuple, type[BaseModel] | None]:
     """An error location as the user's key path (pydantic's union member tags dropped), and
     the model holding its last part (for the names allowed next to an unknown field)."""
-    from fedjoule.algorithms.registry import ALGORITHMS
+    from fedjoule.algorithms.base import AlgorithmConfig
+    from fedjoule.algorithms.registry import section_model_or_none
 
     out: list = []
     model: type[BaseModel] | None = Scenario
@@ -381,11 +408,12 @@ def _clean_loc(loc) -> tuple[tuple, type[BaseModel] | None]:
             out.append(part)
             parent = model
             if model is Scenario and part == "algorithm":
-                tag = parts[i + 1] if i + 1 < len(parts) else None
-                model = ALGORITHMS[tag][1] if isinstance(tag, str) and tag in ALGORITHMS else None
-                i += 2 if model is not None else 1
+                value = raw.get("algorithm") if isinstance(raw, dict) else None
+                model = section_model_or_none(value) if isinstance(value, dict) else None
+                model = model or AlgorithmConfig  # (an unknown name: its fields are unknown)
+                i += 1
                 continue
-            info = model.model_fields.get(part) if isinstance(part, str) else None
+            info = keys_of(model).get(part) if isinstance(part, str) else None
             model, item_model = None, None
             if info is not None:
                 sub, is_list = _section_of(info.annotation)
@@ -413,12 +441,13 @@ class _RawView:
         info = self._model.model_fields.get(name)
         if info is None:
             raise AttributeError(name)
-        loc = (*self._loc, name)
-        if not _has(self._data, name):
+        key = info.alias or name  # as the file writes it
+        loc = (*self._loc, key)
+        if not _has(self._data, key):
             if info.default_factory is not None:
                 return info.default_factory()
             return info.default
-        value = self._data[name]
+        value = self._data[key]
         sub, is_list = _section_of(info.annotation)
         if sub is not None and is_list:
             # a bad field inside one entry spoils only the checks that read that field

@@ -16,6 +16,7 @@ one pass reports every problem.
 """
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
@@ -30,6 +31,7 @@ from pydantic_core import PydanticCustomError
 
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection
+from fedjoule.plugins import PluginError, load_spec, plugin_dirs
 
 # Upper bounds (see each field's description for why).
 MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
@@ -113,16 +115,122 @@ class SyntheticData(Section):
     )
 
 
+def resolve_plugin(section, paths: tuple[str, ...] = ()) -> None:
+    """Load a section's `factory` and record its source; make its path fields (`root`,
+    `weights`) absolute. A problem is reported at the field that names it."""
+    field = "factory"
+    try:
+        for field in paths:
+            value = getattr(section, field)
+            if value is not None:
+                setattr(section, field, str(_found(value)))
+        field = "factory"
+        if section.factory is not None:
+            recorded = section.source.model_dump() if section.source else None
+            target, source = load_spec(section.factory, plugin_dirs(), recorded)
+            if not callable(target):
+                raise PluginError(f"{section.factory!r} is not a function")
+            section.source = PluginSource(**source)
+    except PluginError as exc:
+        message = f"{field}: {exc}"
+        raise PydanticCustomError("cross_field", "{message}", {"message": message}) from None
+
+
+def _found(value: str):
+    """A file or folder path, relative to the scenario file's folder, then the working one."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        if not path.exists():
+            raise PluginError(f"{value} does not exist")
+        return path
+    for folder in (*plugin_dirs(), Path.cwd()):
+        if (folder / path).exists():
+            return (folder / path).resolve()
+    tried = ", ".join(str(f / path) for f in (*plugin_dirs(), Path.cwd()))
+    raise PluginError(f"{value} not found (looked at {tried})")
+
+
+class PluginSource(Section):
+    """Where a plug-in's code came from: filled in when a scenario is loaded and recorded in
+    scenario.yaml, so that the same code rebuilds the run (a changed file is refused)."""
+
+    file: str | None = Field(None, max_length=4096, description="Absolute path of the file.")
+    module: str | None = Field(
+        None, max_length=1000, description="Module it was imported as (`package.module` specs)."
+    )
+    sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's content."
+    )
+    entry_point: str | None = Field(None, max_length=1000, description="Entry point's target.")
+
+
+PluginSpec = Annotated[
+    str,
+    Field(
+        min_length=3,
+        max_length=4096,
+        pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$",
+        description="'file.py:name' (relative to the scenario file, then the working "
+        "folder) or 'package.module:name'.",
+    ),
+]
+Options = Annotated[
+    dict[str, object],
+    Field(max_length=1_000, description="Keyword arguments passed to the plug-in."),
+]
+
+DATASET_NAMES = (
+    "synthetic",
+    "mnist",
+    "fashion-mnist",
+    "kmnist",
+    "emnist",
+    "cifar10",
+    "cifar100",
+    "svhn",
+    "adult",
+    "torchvision",
+    "image-folder",
+    "text",
+    "custom",
+)
+
+
+def _dataset_plugin_fields(v) -> Iterator[tuple[str, str]]:
+    if v.name == "custom" and v.factory is None:
+        yield "factory", "dataset.name custom needs factory: 'file.py:function'"
+    if v.name != "custom" and v.factory is not None:
+        yield "factory", f"factory is for dataset.name custom, not {v.name}"
+    if v.name == "torchvision" and v.class_ is None:
+        yield "class", "dataset.name torchvision needs class: e.g. CIFAR100"
+    if v.name in ("image-folder", "text") and v.root is None:
+        what = "a folder of class folders" if v.name == "image-folder" else "a text file"
+        yield "root", f"dataset.name {v.name} needs root: {what}"
+    if v.partition == "natural" and v.name not in ("custom", "text"):
+        yield (
+            "partition",
+            "partition natural needs a dataset with a client per sample (custom or text)",
+        )
+
+
 class DatasetSection(Section):
     """Which data, and how it is split among the clients."""
 
-    name: Literal[
-        "synthetic", "mnist", "fashion-mnist", "kmnist", "emnist", "cifar10", "svhn", "adult"
-    ] = Field("synthetic", description="Dataset. Image sets load through torchvision.")
-    partition: Literal["iid", "dirichlet", "shards"] = Field(
+    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
+
+    name: Literal[DATASET_NAMES] = Field(  # type: ignore[valid-type]
+        "synthetic",
+        description="Dataset: synthetic (generated); mnist, fashion-mnist, kmnist, emnist, "
+        "cifar10, cifar100, svhn (torchvision); adult (UCI); torchvision (any torchvision "
+        "classification dataset, `class`); image-folder (`root`: one folder per class); "
+        "text (`root`: a plain text file, next-character prediction); custom (`factory`).",
+    )
+    partition: Literal["iid", "dirichlet", "shards", "natural"] = Field(
         "iid",
-        description="Label split: iid, dirichlet label skew (§11.3), or shards (2 labels per "
-        "client). Ignored for synthetic, whose data is generated per client.",
+        description="Label split: iid, dirichlet label skew (§11.3), shards (2 labels per "
+        "client), or natural (the dataset's own client of each sample: a custom factory's "
+        "client ids, text speakers or chunks). Ignored for synthetic, whose data is "
+        "generated per client.",
     )
     dirichlet_alpha: float = Field(
         0.3, gt=0, le=1e6, description="Dirichlet concentration (smaller: more skew)."
@@ -149,6 +257,51 @@ class DatasetSection(Section):
         "client's label mix; they give worst-client accuracy.",
     )
     synthetic: SyntheticData = Field(default_factory=SyntheticData)
+    class_: str | None = Field(
+        None,
+        alias="class",
+        min_length=1,
+        max_length=200,
+        description="torchvision: the dataset class, e.g. CIFAR100, FashionMNIST, STL10.",
+    )
+    root: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="image-folder: the folder of class folders; text: the text file. "
+        "Relative to the scenario file's folder, then the working folder.",
+    )
+    image_size: Int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="image-folder: resize every image to image_size x image_size (None: "
+        "all images must already share one size).",
+    )
+    sequence_length: Int = Field(
+        80, ge=2, le=10_000, description="text: characters per sample (LEAF Shakespeare: 80)."
+    )
+    text_clients: Literal["speaker", "chunk"] = Field(
+        "speaker",
+        description="text with partition natural: one client per speaker (lines 'NAME: "
+        "text' or a play's upper-case speaker lines) or per equal chunk of the file.",
+    )
+    factory: PluginSpec | None = Field(
+        None,
+        description="custom: 'file.py:function' returning train and test tensors (see "
+        "docs/api.md).",
+    )
+    options: Options = Field({}, description="Keyword arguments of the custom factory.")
+    source: PluginSource | None = Field(
+        None, description="Recorded when loaded: the factory file's path and SHA-256."
+    )
+
+    cross_checks = (_dataset_plugin_fields,)
+
+    @model_validator(mode="after")
+    def _load_plugin(self):
+        resolve_plugin(self, ("root",))
+        return self
 
 
 def _zero_init(v) -> Iterator[tuple[str, str]]:
@@ -160,13 +313,28 @@ def _zero_init(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _model_plugin_fields(v) -> Iterator[tuple[str, str]]:
+    if v.name == "custom" and v.factory is None:
+        yield "factory", "model.name custom needs factory: 'file.py:function'"
+    if v.name != "custom" and v.factory is not None:
+        yield "factory", f"factory is for model.name custom, not {v.name}"
+    if v.name == "torchvision" and v.arch is None:
+        yield "arch", "model.name torchvision needs arch: e.g. mobilenet_v3_small"
+    if v.name not in ("torchvision", "custom") and v.options:
+        yield "options", f"options are for custom and torchvision models, not {v.name}"
+
+
 class ModelSection(Section):
     """The model every client trains."""
 
-    name: Literal["logistic", "mlp", "cnn"] = Field(
-        "logistic",
-        description="logistic regression; mlp (hidden layers below, ReLU); cnn (MNIST-class: "
-        "conv 5x5 32 and 64 with max-pool, FC 512, FC classes).",
+    name: Literal["logistic", "mlp", "cnn", "resnet18", "char-lstm", "torchvision", "custom"] = (
+        Field(
+            "logistic",
+            description="logistic regression; mlp (hidden layers below, ReLU); cnn (MNIST-class: "
+            "conv 5x5 32 and 64 with max-pool, FC 512, FC classes); resnet18 (CIFAR-style 3x3 "
+            "stem, `norm`); char-lstm (embedding, LSTM, linear head: next-character "
+            "prediction); torchvision (`arch`); custom (`factory`).",
+        )
     )
     hidden: list[Annotated[Int, Field(ge=1, le=10_000)]] = Field(
         [200, 200],
@@ -179,8 +347,71 @@ class ModelSection(Section):
         description="Start from all-zero parameters (the FedDyn synthetic setting; logistic "
         "only: a zero MLP or CNN is symmetric and never learns).",
     )
+    norm: Literal["group", "batch", "none"] = Field(
+        "group",
+        description="resnet18's normalisation: group norm (FedDC's ResNet-18; the usual "
+        "choice in FL, Hsieh et al. 2020), batch norm, or none.",
+    )
+    norm_groups: Int = Field(
+        2, ge=1, le=64, description="Groups of each group norm (FedDC's code: 2)."
+    )
+    width: Int = Field(
+        64,
+        ge=1,
+        le=1_024,
+        description="resnet18: channels of the first stage (64 in ResNet-18; the later stages "
+        "have 2, 4 and 8 times as many).",
+    )
+    embedding_dim: Int = Field(
+        8, ge=1, le=4_096, description="char-lstm: embedding size (LEAF Shakespeare: 8)."
+    )
+    lstm_hidden: Int = Field(
+        256, ge=1, le=8_192, description="char-lstm: LSTM units per layer (LEAF: 256)."
+    )
+    lstm_layers: Int = Field(2, ge=1, le=16, description="char-lstm: LSTM layers (LEAF: 2).")
+    batch_norm_stats: Literal["average", "local"] = Field(
+        "average",
+        description="Batch-norm running statistics: average (aggregated like the parameters, "
+        "weighted by client samples) or local (FedBN-style: each client keeps its own "
+        "between rounds; the server's average still serves the global evaluation).",
+    )
+    arch: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="torchvision: a classification architecture of torchvision.models, e.g. "
+        "mobilenet_v3_small, resnet50, efficientnet_b0.",
+    )
+    weights: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="torchvision: a local file of initial weights (a state_dict saved with "
+        "torch.save; read with weights_only=True; never downloaded).",
+    )
+    factory: PluginSpec | None = Field(
+        None,
+        description="custom: 'file.py:function' called as function(input_shape, n_classes, "
+        "**options) and returning an nn.Module, or (module, loss) (see docs/api.md).",
+    )
+    options: Options = Field({}, description="Keyword arguments of the factory or architecture.")
+    forward_flops_per_sample: float | None = Field(
+        None,
+        gt=0,
+        le=1e18,
+        description="Forward FLOPs of one sample, for a model whose FLOPs cannot be counted "
+        "(None: counted with torch's FLOP counter).",
+    )
+    source: PluginSource | None = Field(
+        None, description="Recorded when loaded: the factory file's path and SHA-256."
+    )
 
-    cross_checks = (_zero_init,)
+    cross_checks = (_zero_init, _model_plugin_fields)
+
+    @model_validator(mode="after")
+    def _load_plugin(self):
+        resolve_plugin(self, ("weights",))
+        return self
 
 
 class TrainingSection(Section):

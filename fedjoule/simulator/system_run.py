@@ -10,7 +10,7 @@ import numpy as np
 
 from fedjoule import __version__
 from fedjoule.algorithms.base import Algorithm
-from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
@@ -30,7 +30,7 @@ def choose_engine(scenario: Scenario, engine: str) -> tuple[str, list[str]]:
     if engine not in ENGINES:
         raise FedjouleError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
     notices = []
-    cls, _ = ALGORITHMS[scenario.algorithm.name]
+    cls, _ = algorithm_class(scenario.algorithm)
     if cls.needs_probe or cls.selection_weights is not Algorithm.selection_weights:
         notices.append(
             f"algorithm.name={scenario.algorithm.name}: without training its learnt selection "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape
 from fedjoule.devices.population import Population, sample_population, step_costs
@@ -112,7 +112,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         client_steps, _ = local_steps(training, samples)
     cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
     serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
-    algorithm_cls, _ = ALGORITHMS[scenario.algorithm.name]
+    algorithm_cls, _ = algorithm_class(scenario.algorithm)
     vector_bits = n_params * scenario.channel.bits_per_param
     header = scenario.channel.header_bits
     return SystemWorld(

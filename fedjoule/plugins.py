@@ -1,0 +1,276 @@
+"""One registry for what a scenario names: models, datasets and algorithms, built in,
+installed by another package (entry points), or given as a file or module path.
+
+A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relative to
+the scenario file's folder, then to the working folder) or `package.module:name` (an
+importable module). Loading it runs that Python code, exactly as running a script
+would: a scenario that names a plug-in is as trustworthy as the file it names.
+
+Every loaded plug-in has a *source*: the file's absolute path and the SHA-256 of its
+content (for a module, of the module's file). Scenarios record it (scenario.yaml), so a
+resumed run, a sweep's Ray worker or a colleague rebuilds the same run, and a plug-in
+file that changed since is refused rather than silently used.
+"""
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# kind -> the entry-point group through which installed packages add names of that kind
+ENTRY_POINT_GROUPS = {
+    "algorithm": "fedjoule.algorithms",
+    "model": "fedjoule.models",
+    "dataset": "fedjoule.datasets",
+}
+# kind -> the module whose import registers the built-in names of that kind
+_BUILTIN_MODULES = {
+    "algorithm": "fedjoule.algorithms.registry",
+    "model": "fedjoule.models",
+    "dataset": "fedjoule.data.federated",
+}
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+# the folders relative plug-in files are looked for in first (the scenario file's folder)
+_BASE_DIRS: ContextVar[tuple[Path, ...]] = ContextVar("fedjoule_plugin_dirs", default=())
+
+
+def plugin_dirs() -> tuple[Path, ...]:
+    """Folders a relative plug-in file is looked for in, before the working folder."""
+    return _BASE_DIRS.get()
+
+
+@contextmanager
+def relative_to(folder: str | Path | None) -> Iterator[None]:
+    """Within this block relative plug-in files are looked for in `folder` first."""
+    token = _BASE_DIRS.set(() if folder is None else (Path(folder),))
+    try:
+        yield
+    finally:
+        _BASE_DIRS.reset(token)
+
+
+class PluginError(ValueError):
+    """A plug-in that cannot be found, loaded or used; the message says which and why.
+    (A ValueError, so that scenario validation reports it at the field that names it.)"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name a scenario can use: what it resolves to, and where that came from."""
+
+    kind: str
+    name: str
+    target: Any  # a model factory, a dataset loader, an algorithm class
+    origin: str  # "built in", or "entry point <group> from <distribution> <version>"
+
+
+class Registry:
+    """Names of every kind: built-ins register themselves; entry points are read once."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in ENTRY_POINT_GROUPS}
+        self._installed_read: set[str] = set()
+
+    def register(self, kind: str, name: str, target: Any, origin: str = "built in") -> None:
+        self._entries[kind][name] = Entry(kind, name, target, origin)
+
+    def entries(self, kind: str) -> dict[str, Entry]:
+        """Every name of `kind`: the built-ins, then those installed packages add."""
+        importlib.import_module(_BUILTIN_MODULES[kind])
+        if kind not in self._installed_read:
+            self._installed_read.add(kind)
+            self._read_entry_points(kind)
+        return self._entries[kind]
+
+    def get(self, kind: str, name: str) -> Entry | None:
+        return self.entries(kind).get(name)
+
+    def reload_installed(self) -> None:
+        """Forget what entry points added, so that the next lookup reads them again (after
+        a package was installed into the running interpreter)."""
+        importlib.invalidate_caches()
+        for kind in self._installed_read:
+            self._entries[kind] = {
+                n: e for n, e in self._entries[kind].items() if e.origin == "built in"
+            }
+        self._installed_read.clear()
+
+    def _read_entry_points(self, kind: str) -> None:
+        group = ENTRY_POINT_GROUPS[kind]
+        for point in importlib.metadata.entry_points(group=group):
+            if point.name in self._entries[kind]:
+                continue  # a built-in name is never replaced
+            dist = getattr(point, "dist", None)
+            origin = f"entry point {group}"
+            if dist is not None:
+                origin += f" from {dist.name} {dist.version}"
+            self._entries[kind][point.name] = Entry(kind, point.name, point, origin)
+
+
+REGISTRY = Registry()
+
+
+def entry_target(entry: Entry) -> tuple[Any, dict]:
+    """What an entry resolves to, and its source (path and hash of the code behind it).
+    An entry point is loaded here, on first use, so that a broken package only matters to
+    the scenarios that name it."""
+    target = entry.target
+    if isinstance(target, importlib.metadata.EntryPoint):
+        try:
+            target = target.load()
+        except Exception as exc:  # the package's own import error, reported with its name
+            raise PluginError(
+                f"{entry.kind} {entry.name!r} ({entry.origin}, {target.value}) failed to "
+                f"load: {type(exc).__name__}: {exc}"
+            ) from exc
+        source = _module_source(target.__module__)
+        source["entry_point"] = entry.target.value
+        return target, source
+    return target, {}
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """('file.py' or 'package.module', 'name') of a `where:name` spec."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise PluginError(
+            f"{spec!r} is not a plug-in spec; expected 'file.py:name' (a Python file) or "
+            "'package.module:name' (an importable module)"
+        )
+    return where, name
+
+
+def load_spec(
+    spec: str, base_dirs: Iterable[Path] = (), recorded: dict | None = None
+) -> tuple[Any, dict]:
+    """The object a spec names, and its source {file, sha256} (and {module} for a module).
+
+    A relative file is looked for in each of `base_dirs` (the scenario file's folder
+    first), then the working folder, then at the path `recorded` (a source from a
+    scenario.yaml). When `recorded` has a sha256, the file must still have it."""
+    where, name = split_spec(spec)
+    if where.endswith(".py"):
+        path = find_file(where, base_dirs, recorded)
+        sha256 = file_sha256(path)
+        module = _load_file(path, sha256)
+        source = {"file": str(path), "sha256": sha256}
+    else:
+        if not _MODULE_PATH.match(where):
+            raise PluginError(
+                f"{spec!r}: {where!r} is neither a .py file nor a module path (package.module)"
+            )
+        try:
+            module = importlib.import_module(where)
+        except Exception as exc:
+            raise PluginError(
+                f"{spec!r}: cannot import module {where!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        source = _module_source(where)
+    check_unchanged(spec, source, recorded)
+    try:
+        return getattr(module, name), source
+    except AttributeError:
+        raise PluginError(f"{spec!r}: {source.get('file', where)} has no {name!r}") from None
+
+
+def find_file(where: str, base_dirs: Iterable[Path], recorded: dict | None) -> Path:
+    path = Path(where).expanduser()
+    tried = []
+    candidates = [path] if path.is_absolute() else [Path(d) / path for d in base_dirs]
+    if not path.is_absolute():
+        candidates.append(Path.cwd() / path)
+    if recorded and recorded.get("file"):
+        candidates.append(Path(recorded["file"]))
+    for candidate in candidates:
+        tried.append(str(candidate))
+        if candidate.is_file():
+            return candidate.resolve()
+    raise PluginError(f"plug-in file {where!r} not found (looked at {', '.join(tried)})")
+
+
+def check_unchanged(spec: str, source: dict, recorded: dict | None) -> None:
+    """A plug-in recorded with a hash must still have it (scenario.yaml, --resume)."""
+    if not recorded or not recorded.get("sha256") or not source.get("sha256"):
+        return
+    if recorded["sha256"] != source["sha256"]:
+        raise PluginError(
+            f"{spec!r}: {source.get('file')} has changed since this scenario was recorded "
+            f"(SHA-256 was {recorded['sha256'][:12]}..., is now {source['sha256'][:12]}...), so "
+            "the run would not be the one recorded; restore the file, or remove the "
+            "`source:` entry to accept the new code (not for --resume: start a new run)"
+        )
+
+
+_LOADED: dict[tuple[str, str], Any] = {}
+
+
+def _load_file(path: Path, sha256: str):
+    """Import a Python file as a module (once per content), its folder importable while it
+    runs (so that it may import its neighbours)."""
+    key = (str(path), sha256)
+    if key in _LOADED:
+        return _LOADED[key]
+    module_name = f"fedjoule_plugin_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}_{sha256[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        line = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(path):
+                line = f" (line {tb.tb_lineno})"
+            tb = tb.tb_next
+        raise PluginError(f"{path}{line}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        try:
+            sys.path.remove(str(path.parent))
+        except ValueError:
+            pass
+    _LOADED[key] = module
+    return module
+
+
+def _module_source(module_name: str) -> dict:
+    module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    source: dict = {"module": module_name}
+    file = getattr(module, "__file__", None)
+    if file:
+        source["file"] = str(Path(file).resolve())
+        source["sha256"] = file_sha256(file)
+    return source
+
+
+def call_plugin(what: str, function, *args, **kwargs):
+    """Call user code; its failure becomes a PluginError naming `what` (not a traceback
+    from inside fedjoule)."""
+    try:
+        return function(*args, **kwargs)
+    except PluginError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
