@@ -1,12 +1,13 @@
 """A model as one flat parameter vector: views into it, a loss for torch.func, FLOP counts."""
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
+
+from fedjoule.models.flops import forward_flops_per_sample
 
 
 @dataclass
@@ -48,25 +49,6 @@ class FlatModel:
         """Mean cross-entropy of a minibatch (ALGORITHMS.md §0.1)."""
         return F.cross_entropy(self.logits(flat, x), y)
 
-    def forward_flops_per_sample(self, input_shape: tuple[int, ...]) -> float:
-        """FLOPs of one sample's forward pass: 2 per multiply-add of the Linear and Conv2d
-        layers, as torch's FlopCounterMode counts them (tests/models check it); other
-        layers' elementwise work is not counted. (FlopCounterMode itself imports
-        torch._dynamo, 1-3 s of every run's start-up.)"""
-        flops = []
-
-        def count(module, inputs, output):
-            if isinstance(module, nn.Linear):
-                flops.append(2 * output.numel() * module.in_features)
-            elif isinstance(module, nn.Conv2d):
-                per_output = module.in_channels // module.groups * math.prod(module.kernel_size)
-                flops.append(2 * output.numel() * per_output)
-
-        hooks = [m.register_forward_hook(count) for m in self.module.modules()]
-        try:
-            with torch.no_grad():
-                self.module(torch.zeros((1, *input_shape)))
-        finally:
-            for hook in hooks:
-                hook.remove()
-        return float(sum(flops))
+    def forward_flops_per_sample(self, example: torch.Tensor) -> float:
+        """FLOPs of one sample's forward pass (`example`: a batch of one sample)."""
+        return forward_flops_per_sample(self.module, example)

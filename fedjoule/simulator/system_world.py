@@ -88,11 +88,15 @@ class SystemWorld:
 def model_size(scenario: Scenario) -> tuple[int, float]:
     """Parameters and forward FLOPs per sample of the scenario's model, from the template and
     the dataset's known input shape (no data)."""
+    import torch
+
     from fedjoule.models import build_model
 
     shape, classes = dataset_shape(scenario.dataset)
     model, _ = build_model(scenario.model, shape, classes, scenario.seed)
-    return model.n_params, model.forward_flops_per_sample(shape)
+    if scenario.model.forward_flops_per_sample:
+        return model.n_params, scenario.model.forward_flops_per_sample
+    return model.n_params, model.forward_flops_per_sample(torch.zeros((1, *shape)))
 
 
 def build_system_world(scenario: Scenario) -> SystemWorld:

@@ -154,7 +154,9 @@ def build_world(
     model, w0 = build_model(scenario.model, data.input_shape, data.n_classes, seed)
     model.module.to(torch_device)
     population = sample_population(scenario.population, seed)
-    flops = model.forward_flops_per_sample(data.input_shape)
+    flops = scenario.model.forward_flops_per_sample or model.forward_flops_per_sample(
+        data.x_train[:1].to(torch_device)
+    )
     step_time_s, step_energy_j = step_costs(
         scenario.population, population, flops, scenario.training.batch_size
     )
