@@ -37,7 +37,12 @@ class DenseGradient:
 
     @classmethod
     def build(cls, model: FlatModel) -> "DenseGradient | None":
-        """The fast path for `model`, or None when it is not a plain dense stack."""
+        """The fast path for `model`, or None when it is not a plain dense stack under
+        cross-entropy."""
+        from fedjoule.models.functional import cross_entropy
+
+        if model.objective is not cross_entropy:
+            return None
         modules = list(model.module.children()) if isinstance(model.module, nn.Sequential) else []
         if modules and isinstance(modules[0], nn.Flatten):
             modules = modules[1:]

@@ -74,6 +74,27 @@ class LoopGradient:
         return out
 
 
+class BufferedGradient:
+    """Per-client gradients of a model with running statistics (batch norm): each client's
+    (B,) statistics row goes in with its parameters and comes back updated by the step's
+    forward pass; clients that finished their steps keep theirs. `per_client`: one client
+    after another (convolutions on a CPU, as LoopGradient), else all at once with vmap."""
+
+    def __init__(self, buffered_loss: Callable, per_client: bool = False):
+        self.grad = grad(buffered_loss, has_aux=True)
+        self.batched = None if per_client else vmap(self.grad)
+
+    def __call__(self, params, buffers, x, y, active) -> torch.Tensor:
+        if self.batched is not None:
+            grads, updated = self.batched(params, buffers, x, y)
+        else:
+            pairs = [self.grad(params[i], buffers[i], x[i], y[i]) for i in range(len(params))]
+            grads = torch.stack([g for g, _ in pairs])
+            updated = torch.stack([b for _, b in pairs])
+        buffers.copy_(torch.where(active.bool(), updated, buffers))
+        return grads
+
+
 class VectorisedExecutor:
     """Trains all selected clients in one batched computation.
 
@@ -84,7 +105,10 @@ class VectorisedExecutor:
     they are trained in chunks (they are independent during local training).
     `fuse`: when the algorithm's local step is plain SGD (Algorithm.plain_sgd) and the
     fast gradient can take the step itself (DenseGradient.descend), each layer's
-    gradient goes straight into its weights, without the flat (m, P) gradient."""
+    gradient goes straight into its weights, without the flat (m, P) gradient.
+    `buffered`: the gradient of a model with running statistics (BufferedGradient); its
+    clients' (m, B) statistics are passed to `train` and updated in place.
+    `eval_loss(w, x, y, buffers)`: the loss in evaluation mode, for the loss probe."""
 
     def __init__(
         self,
@@ -95,12 +119,15 @@ class VectorisedExecutor:
         fast_grad: Callable | None = None,
         memory_budget_mb: float = 1024,
         fuse: bool = True,
+        buffered: BufferedGradient | None = None,
+        eval_loss: Callable | None = None,
     ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
         self.batched_grad = fast_grad or vmap(grad(loss))
-        self.batched_loss = vmap(loss, in_dims=(None, 0, 0))
+        self.buffered = buffered
+        self.batched_loss = vmap(eval_loss or loss_as_eval(loss), in_dims=(None, 0, 0, None))
         self.memory_budget_mb = memory_budget_mb
         self.fuse = fuse and hasattr(self.batched_grad, "descend")
 
@@ -112,14 +139,20 @@ class VectorisedExecutor:
         return max(1, int(self.memory_budget_mb * 2**20 // per_client))
 
     def train(
-        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+        self,
+        algorithm: Algorithm,
+        ctx: Context,
+        setup: RoundSetup,
+        batch_idx: torch.Tensor,
+        buffers: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Final (m, P) parameters after each client's `setup.steps` local steps."""
+        """Final (m, P) parameters after each client's `setup.steps` local steps; the
+        clients' running statistics `buffers` (m, B), if any, are updated in place."""
         m, _, batch = batch_idx.shape
         n_params = ctx.shared["start"].numel()
         chunk = self.chunk_size(n_params, batch)
         if m <= chunk:
-            return self._train(algorithm, ctx, setup, batch_idx)
+            return self._train(algorithm, ctx, setup, batch_idx, buffers)
         finals = []
         for first in range(0, m, chunk):
             rows = slice(first, first + chunk)
@@ -131,35 +164,50 @@ class VectorisedExecutor:
                 setup.weight_decay,
                 setup.clip_grad_norm,
             )
-            finals.append(self._train(algorithm, own, own_setup, batch_idx[rows]))
+            own_buffers = None if buffers is None else buffers[rows]  # a view: updated in place
+            finals.append(self._train(algorithm, own, own_setup, batch_idx[rows], own_buffers))
             for name, value in own.local.items():  # the chunk's working state back
                 ctx.local[name][rows] = value
         return torch.cat(finals)
 
     def _train(
-        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+        self,
+        algorithm: Algorithm,
+        ctx: Context,
+        setup: RoundSetup,
+        batch_idx: torch.Tensor,
+        buffers: torch.Tensor | None = None,
     ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
         m, n_steps, batch = batch_idx.shape
         params = start_params(ctx, m)
         steps = setup.steps.to(self.device)
         all_active = int(steps.min())  # before this step every client is still training
-        fused = self.fuse and algorithm.plain_sgd(setup)
+        fused = self.fuse and algorithm.plain_sgd(setup) and buffers is None
         xb = torch.empty((m * batch, *self.x.shape[1:]), dtype=self.x.dtype, device=self.device)
-        yb = torch.empty(m * batch, dtype=self.y.dtype, device=self.device)
+        yb = torch.empty((m * batch, *self.y.shape[1:]), dtype=self.y.dtype, device=self.device)
         for k in range(n_steps):
             idx = batch_idx[:, k].reshape(-1)  # gather the m minibatches into reused buffers
             torch.index_select(self.x, 0, idx, out=xb)
             torch.index_select(self.y, 0, idx, out=yb)
-            x_k, y_k = xb.view(m, batch, *self.x.shape[1:]), yb.view(m, batch)
+            x_k = xb.view(m, batch, *self.x.shape[1:])
+            y_k = yb.view(m, batch, *self.y.shape[1:])
             active = (steps > k).to(params.dtype)[:, None]
             if fused and k < all_active:  # the same step without the flat gradient
                 self.batched_grad.descend(params, x_k, y_k, setup.lr, setup.weight_decay)
                 algorithm.after_step(k, params, ctx, active)
                 continue
-            direction = algorithm.direction(
-                k, params, lambda p, x=x_k, y=y_k: self.batched_grad(p, x, y), ctx, setup, active
-            )
+            if buffers is None:
+
+                def grad_at(p, x=x_k, y=y_k):
+                    return self.batched_grad(p, x, y)
+
+            else:
+
+                def grad_at(p, x=x_k, y=y_k, active=active):
+                    return self.buffered(p, buffers, x, y, active)
+
+            direction = algorithm.direction(k, params, grad_at, ctx, setup, active)
             if k < all_active:
                 params.sub_(direction, alpha=setup.lr)
             else:  # clients that finished their steps stay where they are
@@ -168,28 +216,61 @@ class VectorisedExecutor:
         return params
 
     @torch.no_grad()
-    def losses(self, w: torch.Tensor, batch_idx: torch.Tensor) -> torch.Tensor:
-        """(u,) minibatch loss of model `w` on each of u clients' batches (u, B)."""
+    def losses(
+        self, w: torch.Tensor, batch_idx: torch.Tensor, buffers: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(u,) minibatch loss (evaluation mode) of model `w`, running statistics `buffers`,
+        on each of u clients' batches (u, B)."""
         idx = batch_idx.to(self.device)
-        return self.batched_loss(w, self.x[idx], self.y[idx])
+        return self.batched_loss(w, self.x[idx], self.y[idx], buffers)
+
+
+def loss_as_eval(loss: LossFn) -> Callable:
+    """A training loss as an evaluation loss (for models without running statistics)."""
+
+    def eval_loss(w, x, y, buffers=None):
+        return loss(w, x, y)
+
+    return eval_loss
 
 
 class SequentialExecutor:
     """The reference: one client at a time, plain autograd, the same algorithm functions."""
 
-    def __init__(self, loss: LossFn, x: torch.Tensor, y: torch.Tensor, device: torch.device):
+    def __init__(
+        self,
+        loss: LossFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        device: torch.device,
+        buffered_loss: Callable | None = None,
+        eval_loss: Callable | None = None,
+    ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
         self.loss = loss
+        self.buffered_loss = buffered_loss
+        self.eval_loss = eval_loss or loss_as_eval(loss)
 
-    def _grad(self, theta: torch.Tensor, xb, yb) -> torch.Tensor:
+    def _grad(self, theta: torch.Tensor, xb, yb, buffers=None) -> torch.Tensor:
+        """The gradient at `theta`; `buffers` (B,), if given, updated in place."""
         theta = theta.detach().requires_grad_(True)
-        (g,) = torch.autograd.grad(self.loss(theta, xb, yb), theta)
+        if buffers is None:
+            loss = self.loss(theta, xb, yb)
+        else:
+            loss, updated = self.buffered_loss(theta, buffers, xb, yb)
+            buffers.copy_(updated)
+        (g,) = torch.autograd.grad(loss, theta)
         return g
 
     def train(
-        self, algorithm: Algorithm, ctx: Context, setup: RoundSetup, batch_idx: torch.Tensor
+        self,
+        algorithm: Algorithm,
+        ctx: Context,
+        setup: RoundSetup,
+        batch_idx: torch.Tensor,
+        buffers: torch.Tensor | None = None,
     ) -> torch.Tensor:
         m = batch_idx.shape[0]
         starts = start_params(ctx, m)
@@ -205,12 +286,13 @@ class SequentialExecutor:
             )
             theta = starts[i : i + 1]
             one = torch.ones((1, 1), dtype=theta.dtype, device=theta.device)
+            own_buffers = None if buffers is None else buffers[i]  # a view: updated in place
             for k in range(int(setup.steps[i])):
                 idx = batch_idx[i, k].to(self.device)
                 xb, yb = self.x[idx], self.y[idx]
 
-                def grad_at(p, xb=xb, yb=yb):
-                    return torch.stack([self._grad(row, xb, yb) for row in p])
+                def grad_at(p, xb=xb, yb=yb, own_buffers=own_buffers):
+                    return torch.stack([self._grad(row, xb, yb, own_buffers) for row in p])
 
                 direction = algorithm.direction(k, theta, grad_at, own, own_setup, one)
                 theta = (theta - setup.lr * direction).detach()
@@ -221,6 +303,8 @@ class SequentialExecutor:
         return torch.stack(finals)
 
     @torch.no_grad()
-    def losses(self, w: torch.Tensor, batch_idx: torch.Tensor) -> torch.Tensor:
+    def losses(
+        self, w: torch.Tensor, batch_idx: torch.Tensor, buffers: torch.Tensor | None = None
+    ) -> torch.Tensor:
         idx = batch_idx.to(self.device)
-        return torch.stack([self.loss(w, self.x[i], self.y[i]) for i in idx])
+        return torch.stack([self.eval_loss(w, self.x[i], self.y[i], buffers) for i in idx])

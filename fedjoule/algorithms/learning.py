@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
+from fedjoule.algorithms.base import Algorithm, Context, RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
 
 
@@ -18,6 +18,7 @@ class LocalResult:
     client_updates: dict[str, torch.Tensor]  # new client-state rows, each (m, P)
     context: Context
     setup: RoundSetup
+    buffers: torch.Tensor | None = None  # (m, B) running statistics after training
 
 
 def fabricate(
@@ -50,24 +51,29 @@ def train_clients(
     store: ClientStore | None = None,
     freeloaders: torch.Tensor | None = None,
     freeloader_model=None,
+    buffers: torch.Tensor | None = None,
 ) -> LocalResult:
     """Step 3 of a round: every selected client trains, in one executor call.
 
     Freeloaders (bool mask over the m clients) do not train (their steps are masked);
-    `freeloader_model(start_row)` fabricates what they upload instead.
+    `freeloader_model(start_row)` fabricates what they upload instead. `buffers`: the
+    clients' (m, B) running statistics at the start (batch norm), updated by training.
     """
     device = state["w"].device
     rows = {n: store.get(n, client_ids, device) for n in algorithm.client_state} if store else {}
     if freeloaders is not None and freeloaders.any():
         setup.steps = torch.where(freeloaders, 0, setup.steps)
     ctx = algorithm.context(state, client_ids, rows, setup)
-    params = executor.train(algorithm, ctx, setup, batch_idx)
+    if buffers is None:
+        params = executor.train(algorithm, ctx, setup, batch_idx)
+    else:
+        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers)
     if freeloaders is not None and freeloaders.any():
         for i in freeloaders.nonzero().flatten().tolist():
             params[i] = freeloader_model(params[i])
     uploads = algorithm.uploads(params, ctx, setup)
     updates = algorithm.client_updates(params, ctx, rows, setup)
-    return LocalResult(client_ids, uploads, updates, ctx, setup)
+    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers)
 
 
 def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:
@@ -82,6 +88,17 @@ def aggregate_arrived(
     """Step 5: the server aggregates the uploads of the clients that arrived (bool mask (m,))."""
     uploads = {k: _rows(result.client_ids, v, arrived)[1] for k, v in result.uploads.items()}
     return algorithm.aggregate(state, uploads, _rows(result.client_ids, None, arrived)[0])
+
+
+def aggregate_buffers(
+    buffers: torch.Tensor, result: LocalResult, arrived: torch.Tensor, samples: torch.Tensor
+) -> torch.Tensor:
+    """The server's running statistics: the mean of the arrived clients' rows, weighted by
+    their training samples as FedAvg weights the parameters."""
+    if result.buffers is None or not bool(arrived.any()):
+        return buffers
+    ids, rows = _rows(result.client_ids, result.buffers, arrived)
+    return weighted_mean(rows, samples[ids])
 
 
 def _rows(client_ids: torch.Tensor, values, mask: torch.Tensor):

@@ -27,6 +27,7 @@ from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.algorithms.executor import minibatch_indices
 from fedjoule.algorithms.learning import (
     aggregate_arrived,
+    aggregate_buffers,
     fabricate,
     keep_client_state,
     train_clients,
@@ -170,6 +171,11 @@ class Simulation:
             spill_path=spill_path,
         )
         self.last_update = torch.zeros_like(world.w0)  # the last global update (freeloaders)
+        # batch norm's running statistics: the server's (B,), and with batch_norm_stats
+        # local every client's own (N, B), from the initial ones
+        self.buffers = world.b0.clone()
+        local = world.scenario.model.batch_norm_stats == "local" and world.b0.numel()
+        self.client_buffers = world.b0.expand(n, -1).clone() if local else None
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
         self.progress = Progress()
@@ -212,6 +218,7 @@ class Simulation:
             seed, r, selected, world.data.client_train, int(steps.max()), training.batch_size
         )
         freeloaders = torch.as_tensor(world.freeloader[selected])
+        buffers = self.start_buffers(ids)
         result = train_clients(
             world.algorithm,
             world.executor,
@@ -222,6 +229,7 @@ class Simulation:
             self.store,
             freeloaders,
             self.fabricate,
+            buffers,
         )
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
@@ -234,10 +242,14 @@ class Simulation:
         arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
         trained = torch.tensor([rec.trained for rec in records]) & ~freeloaders
         keep_client_state(self.store, result, trained)
+        if self.client_buffers is not None:
+            self.client_buffers[ids[trained]] = result.buffers[trained.to(buffers.device)]
         failed = int(arrived.sum()) < scenario.round.min_clients
         if not failed:
             previous = self.state["w"]
             self.state = aggregate_arrived(world.algorithm, self.state, result, arrived)
+            samples = world.algorithm.client_samples
+            self.buffers = aggregate_buffers(self.buffers, result, arrived, samples)
             self.last_update = self.state["w"] - previous
             if not model_is_finite(self.state):
                 row["diverged"] = 1
@@ -249,6 +261,18 @@ class Simulation:
         if scenario.round.server_time_s:
             yield env.timeout(scenario.round.server_time_s)
         return self._close_row(row, env.now, records, failed, probe_records)
+
+    def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """The selected clients' running statistics (m, B) at the start of training: their
+        own (batch_norm_stats local) or the server's; None for a model without any."""
+        if not self.buffers.numel():
+            return None
+        if self.client_buffers is not None:
+            return self.client_buffers[ids].clone()
+        return self.buffers.expand(len(ids), -1).clone()
+
+    def buffers_or_none(self) -> torch.Tensor | None:
+        return self.buffers if self.buffers.numel() else None
 
     def online_clients(self, time_s: float, r: int) -> np.ndarray:
         """Clients online now, with battery above their threshold (or charging)."""
@@ -318,7 +342,8 @@ class Simulation:
                 scenario.training.batch_size,
                 stream="probe",
             )[:, 0]
-            losses = world.executor.losses(world.algorithm.probe_model(self.state), batches)
+            probe_model = world.algorithm.probe_model(self.state)
+            losses = world.executor.losses(probe_model, batches, self.buffers_or_none())
             if not bool(torch.isfinite(losses).all()):
                 row["diverged"] = 1
                 self.divergence_cause = "the probed clients' training loss"
@@ -385,7 +410,7 @@ class Simulation:
         row["cumulative_energy_j"] = p.cumulative_energy_j
         diverged = row.get("diverged", 0) == 1
         if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged:
-            metrics = self.world.evaluator(self.state["w"])
+            metrics = self.world.evaluator(self.state["w"], self.buffers_or_none())
             row.update(metrics)
             cause = self.divergence_cause if diverged else None
             if not math.isfinite(metrics["loss"]):
@@ -456,6 +481,8 @@ class Simulation:
             "client_store": self.store.state_dict(),
             "last_update": self.last_update.cpu(),
             "progress": dict(self.progress.__dict__),
+            "buffers": self.buffers.cpu(),
+            "client_buffers": None if self.client_buffers is None else self.client_buffers.cpu(),
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -468,6 +495,9 @@ class Simulation:
         self.store.load_state_dict(saved["client_store"])
         self.last_update = saved["last_update"].to(device)
         self.progress = Progress(**saved["progress"])
+        self.buffers = saved["buffers"].to(device)
+        if saved["client_buffers"] is not None:
+            self.client_buffers = saved["client_buffers"].to(device)
 
     def finished(self) -> bool:
         """All rounds played, the target reached with stop_at_target, or diverged."""

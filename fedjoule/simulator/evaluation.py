@@ -1,10 +1,17 @@
-"""Evaluating the global model: test accuracy and loss, and every client's local accuracy."""
+"""Evaluating the global model: test accuracy and loss, and every client's local accuracy.
+
+Accuracy is the fraction of predictions whose arg-max over the last dimension equals the
+label: one per sample for a classifier, one per position for a sequence model (logits
+(n, T, C), labels (n, T)), where a sample's accuracy is that of its T positions. The loss
+is the model's objective (cross-entropy, or a factory's own loss), averaged over samples.
+Labels that are not class ids (a regression loss) have no accuracy: NaN.
+"""
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedjoule.models.functional import FlatModel
+from fedjoule.models.functional import FlatModel, cross_entropy
 
 
 class Evaluator:
@@ -34,14 +41,20 @@ class Evaluator:
         self.mask = torch.from_numpy(mask).to(device)
 
     @torch.no_grad()
-    def __call__(self, w: torch.Tensor) -> dict[str, float]:
+    def __call__(self, w: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
         correct, losses = [], []
+        classes = not self.y.is_floating_point()
         for start in range(0, len(self.y), self.chunk):
-            logits = self.model.logits(w, self.x[start : start + self.chunk])
+            logits = self.model.logits(w, self.x[start : start + self.chunk], buffers)
             target = self.y[start : start + self.chunk]
-            correct.append(logits.argmax(1) == target)
-            losses.append(F.cross_entropy(logits, target, reduction="sum"))
-        correct_all = torch.cat(correct).to(torch.float64)
+            if classes:
+                hit = (logits.argmax(-1) == target).to(torch.float64)
+                correct.append(hit.reshape(len(target), -1).mean(1))
+            losses.append(self._loss_sum(logits, target))
+        if classes:
+            correct_all = torch.cat(correct)
+        else:
+            correct_all = torch.full((len(self.y),), float("nan"), dtype=torch.float64)
         per_client = (correct_all[self.index] * self.mask).sum(1) / self.mask.sum(1)
         client_acc = per_client.cpu().numpy()
         return {
@@ -51,3 +64,14 @@ class Evaluator:
             "client_accuracy_p10": float(np.percentile(client_acc, 10)),
             "client_accuracy_std": float(client_acc.std()),
         }
+
+    def _loss_sum(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """The chunk's loss summed over its samples (mean over a sample's positions)."""
+        if self.model.objective is not cross_entropy:
+            return self.model.objective(logits, target) * len(target)
+        if logits.dim() > 2:
+            per_position = F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="sum"
+            )
+            return per_position / target[0].numel()
+        return F.cross_entropy(logits, target, reduction="sum")

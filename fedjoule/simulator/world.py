@@ -10,7 +10,12 @@ from torch.func import grad, vmap
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.dense import DenseGradient
-from fedjoule.algorithms.executor import LoopGradient, SequentialExecutor, VectorisedExecutor
+from fedjoule.algorithms.executor import (
+    BufferedGradient,
+    LoopGradient,
+    SequentialExecutor,
+    VectorisedExecutor,
+)
 from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
@@ -38,6 +43,7 @@ class World:
     data: FederatedData
     model: FlatModel
     w0: torch.Tensor
+    b0: torch.Tensor  # (B,) initial running statistics (batch norm); (0,) for none
     population: Population
     cell: Cell
     topology: Topology
@@ -115,17 +121,30 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
     models on a CPU; vmap otherwise); `vmap`: plain vmap(grad), for comparison;
     `compiled`: vmap(grad) through torch.compile (opt-in: on this project's CPU it does
     not pay, benchmarks/RESULTS.md); `sequential`: the reference."""
+    buffered_loss = model.loss_and_buffers if model.n_buffers else None
     if kind == "sequential":
-        return SequentialExecutor(model.loss, data.x_train, data.y_train, device)
+        return SequentialExecutor(
+            model.loss, data.x_train, data.y_train, device, buffered_loss, model.eval_loss
+        )
     fast = None
+    has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
+    per_client = kind == "vectorised" and has_conv and device.type == "cpu"
     if kind == "compiled":
         fast = torch.compile(vmap(grad(model.loss)))
     if kind == "vectorised":
         fast = DenseGradient.build(model)
-        has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
-        if fast is None and has_conv and device.type == "cpu":
+        if fast is None and per_client:
             fast = LoopGradient(model.loss)
-    return VectorisedExecutor(model.loss, data.x_train, data.y_train, device, fast)
+    buffered = BufferedGradient(buffered_loss, per_client) if buffered_loss else None
+    return VectorisedExecutor(
+        model.loss,
+        data.x_train,
+        data.y_train,
+        device,
+        fast,
+        buffered=buffered,
+        eval_loss=model.eval_loss,
+    )
 
 
 def check_data_fits(scenario: Scenario) -> None:
@@ -172,6 +191,7 @@ def build_world(
         data=data,
         model=model,
         w0=w0.to(torch_device),
+        b0=model.flat_buffers().to(torch_device),
         population=population,
         cell=cell,
         topology=topology,
