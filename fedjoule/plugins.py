@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedjoule.errors import FedjouleError
+
 # kind -> the entry-point group through which installed packages add names of that kind
-ENTRY_POINT_GROUPS = {
-    "algorithm": "fedjoule.algorithms",
-    "model": "fedjoule.models",
-    "dataset": "fedjoule.datasets",
-}
+# (models and datasets come from files or modules: name: custom, factory: ...)
+ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms"}
 # kind -> the module whose import registers the built-in names of that kind
 _BUILTIN_MODULES = {
     "algorithm": "fedjoule.algorithms.registry",
@@ -59,9 +58,9 @@ def relative_to(folder: str | Path | None) -> Iterator[None]:
         _BASE_DIRS.reset(token)
 
 
-class PluginError(ValueError):
+class PluginError(FedjouleError, ValueError):
     """A plug-in that cannot be found, loaded or used; the message says which and why.
-    (A ValueError, so that scenario validation reports it at the field that names it.)"""
+    (Also a ValueError, so that scenario validation reports it at the field naming it.)"""
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ class Registry:
     """Names of every kind: built-ins register themselves; entry points are read once."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in ENTRY_POINT_GROUPS}
+        self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in _BUILTIN_MODULES}
         self._installed_read: set[str] = set()
 
     def register(self, kind: str, name: str, target: Any, origin: str = "built in") -> None:
@@ -87,7 +86,7 @@ class Registry:
     def entries(self, kind: str) -> dict[str, Entry]:
         """Every name of `kind`: the built-ins, then those installed packages add."""
         importlib.import_module(_BUILTIN_MODULES[kind])
-        if kind not in self._installed_read:
+        if kind not in self._installed_read and kind in ENTRY_POINT_GROUPS:
             self._installed_read.add(kind)
             self._read_entry_points(kind)
         return self._entries[kind]

@@ -238,3 +238,67 @@ def local_test_indices(
                 picks.append(rng.choice(pool, k - len(pool), replace=True))
         result.append(np.sort(np.concatenate(picks)))
     return result
+
+
+def natural_groups(ids: np.ndarray, n_clients: int, what: str = "the dataset") -> np.ndarray:
+    """The group ids that become clients 0 .. n_clients - 1 under partition natural: the
+    n_clients groups with the most samples (ties: the smaller id), in increasing id order.
+    FedjouleError when there are fewer groups than clients."""
+    ids = np.asarray(ids)
+    values, counts = np.unique(ids, return_counts=True)
+    if len(values) < n_clients:
+        raise FedjouleError(
+            f"partition natural: {what} has {len(values)} natural clients but "
+            f"population.size is {n_clients}; set population.size to at most {len(values)} "
+            "(or use partition iid to split the pooled samples among more clients)"
+        )
+    largest = np.argsort(-counts, kind="stable")[:n_clients]  # np.unique sorted the ids
+    return values[np.sort(largest)]
+
+
+def natural_partition(ids: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
+    """For each group, the indices (increasing) of the samples with that id."""
+    ids = np.asarray(ids)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.searchsorted(sorted_ids, groups, side="left")
+    ends = np.searchsorted(sorted_ids, groups, side="right")
+    return [order[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def random_test_indices(
+    n_test: int, n_per_client: int, n_clients: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Per client, n_per_client indices (sorted) drawn from range(n_test): without
+    replacement while the test set has enough, the rest with replacement (labels that
+    are not one class per sample, so no label mix to follow)."""
+    if n_per_client < 1 or n_test < 1:
+        raise FedjouleError(
+            f"local test size and test set must be >= 1; got {n_per_client}, {n_test}"
+        )
+    result = []
+    for _ in range(n_clients):
+        if n_per_client <= n_test:
+            picks = rng.choice(n_test, n_per_client, replace=False)
+        else:
+            extra = rng.choice(n_test, n_per_client - n_test, replace=True)
+            picks = np.concatenate([rng.permutation(n_test), extra])
+        result.append(np.sort(picks))
+    return result
+
+
+def own_test_indices(
+    test_ids: np.ndarray, groups: np.ndarray, n_per_client: int, rng: np.random.Generator
+) -> list[np.ndarray | None]:
+    """Per client (group), its own test samples: all of them when it has at most
+    n_per_client, else n_per_client of them drawn without replacement (sorted); None for
+    a client without test samples."""
+    result: list[np.ndarray | None] = []
+    for rows in natural_partition(test_ids, groups):
+        if len(rows) == 0:
+            result.append(None)
+        elif len(rows) <= n_per_client:
+            result.append(rows)
+        else:
+            result.append(np.sort(rng.choice(rows, n_per_client, replace=False)))
+    return result

@@ -17,6 +17,7 @@ VISION_DATASETS: dict[str, str] = {
     "kmnist": "Kuzushiji-MNIST cursive Japanese, 1x28x28, 10 classes, 60k/10k",
     "emnist": "EMNIST balanced split letters+digits, 1x28x28, 47 classes, 112.8k/18.8k",
     "cifar10": "CIFAR-10 natural images, 3x32x32, 10 classes, 50k/10k",
+    "cifar100": "CIFAR-100 natural images, 3x32x32, 100 classes, 50k/10k",
     "svhn": "SVHN street-view house numbers, 3x32x32, 10 classes, 73k/26k",
 }
 
@@ -27,6 +28,7 @@ _NORMALISATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "kmnist": ((0.1918,), (0.3483,)),
     "emnist": ((0.1751,), (0.3332,)),
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
     "svhn": ((0.4377, 0.4438, 0.4728), (0.1980, 0.2010, 0.1970)),
 }
 
@@ -37,6 +39,7 @@ _LAYOUT: dict[str, str] = {
     "kmnist": "KMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte",
     "emnist": "EMNIST/raw/emnist-balanced-{train,test}-{images-idx3,labels-idx1}-ubyte",
     "cifar10": "cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}",
+    "cifar100": "cifar-100-python/{train,test,meta}",
     "svhn": "{train,test}_32x32.mat",
 }
 
@@ -93,6 +96,8 @@ def _open(name: str, root: pathlib.Path, train: bool, download: bool):
         return datasets.EMNIST(root, split="balanced", train=train, download=download)
     if name == "cifar10":
         return datasets.CIFAR10(root, train=train, download=download)
+    if name == "cifar100":
+        return datasets.CIFAR100(root, train=train, download=download)
     if name == "svhn":
         return datasets.SVHN(root, split="train" if train else "test", download=download)
     raise AssertionError(name)
@@ -100,7 +105,7 @@ def _open(name: str, root: pathlib.Path, train: bool, download: bool):
 
 def _images_and_labels(name: str, ds) -> tuple[torch.Tensor, torch.Tensor]:
     """Raw uint8 images (n, C, H, W) and int64 labels, read from the dataset's arrays."""
-    if name == "cifar10":  # numpy (n, H, W, C)
+    if name in ("cifar10", "cifar100"):  # numpy (n, H, W, C)
         images = torch.from_numpy(np.ascontiguousarray(ds.data)).permute(0, 3, 1, 2)
         labels = torch.as_tensor(np.asarray(ds.targets), dtype=torch.int64)
     elif name == "svhn":  # numpy (n, C, H, W), labels in .labels
@@ -130,23 +135,52 @@ def _one_line(error: Exception) -> str:
 
 def _open_or_fail(name: str, root: pathlib.Path, train: bool, download: bool):
     """Open one split from disk, downloading if allowed; FedjouleError if impossible."""
+    return open_or_fail(
+        f"dataset {name!r}",
+        root,
+        _LAYOUT[name],
+        lambda download: _open(name, root, train, download=download),
+        download,
+    )
+
+
+def open_or_fail(
+    what: str,
+    root: pathlib.Path,
+    layout: str,
+    opener,
+    download: bool | None,
+    folder: pathlib.Path | None = None,
+):
+    """`opener(download=False)`, else (when `download` is true) `opener(download=True)`;
+    a FedjouleError naming `what`, the folder and the remedies if neither works. `layout`
+    is the path torchvision reads under `root`; `folder` (default: root/<its first
+    component>) is what a download creates, removed again after a failed one when it did
+    not exist before. `download` None: the dataset cannot download (opener then takes
+    download=None and must not pass it on)."""
     try:
-        return _open(name, root, train, download=False)
+        return opener(download=False if download is not None else None)
     except (RuntimeError, OSError) as missing:
         reason = f"not found ({_one_line(missing)})"
     if download:
-        created = _first_missing(root / _LAYOUT[name].split("/")[0])
+        created = _first_missing(folder or root / layout.split("/")[0])
         try:
-            return _open(name, root, train, download=True)
+            return opener(download=True)
         except (RuntimeError, OSError) as failed:  # URLError is an OSError
             reason = f"not found and the download failed ({_one_line(failed)})"
             if created is not None:  # leave no empty folders behind a failed download
                 shutil.rmtree(created, ignore_errors=True)
-    hint = "" if download else "allow downloading (download=True), or "
+    if download is None:  # the class has no download: the files must be put there
+        fix = f"copy the torchvision layout {root}/{layout} into that folder (this class "
+        fix += "cannot download it)"
+    else:
+        hint = "allow downloading (download=True), or " if download is False else ""
+        fix = (
+            f"{hint}run once on a machine with internet so torchvision downloads it there, "
+            f"or copy the torchvision layout {root}/{layout} into that folder"
+        )
     raise FedjouleError(
-        f"dataset {name!r} is {reason} under the data folder {root}. To fix: {hint}run once "
-        f"on a machine with internet so torchvision downloads it there, or copy the "
-        f"torchvision layout {root}/{_LAYOUT[name]} into that folder, or point "
+        f"{what} is {reason} under the data folder {root}. To fix: {fix}, or point "
         f"FEDJOULE_DATA_DIR / --data-dir at a folder that already holds it."
     )
 

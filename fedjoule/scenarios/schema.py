@@ -275,8 +275,8 @@ class DatasetSection(Section):
         None,
         ge=1,
         le=4096,
-        description="image-folder: resize every image to image_size x image_size (None: "
-        "all images must already share one size).",
+        description="image-folder and torchvision: resize every image to image_size x "
+        "image_size (None: all images must already share one size).",
     )
     sequence_length: Int = Field(
         80, ge=2, le=10_000, description="text: characters per sample (LEAF Shakespeare: 80)."
@@ -289,9 +289,11 @@ class DatasetSection(Section):
     factory: PluginSpec | None = Field(
         None,
         description="custom: 'file.py:function' returning train and test tensors (see "
-        "docs/api.md).",
+        "docs/datasets.md).",
     )
-    options: Options = Field({}, description="Keyword arguments of the custom factory.")
+    options: Options = Field(
+        {}, description="Keyword arguments of the custom factory or the torchvision class."
+    )
     source: PluginSource | None = Field(
         None, description="Recorded when loaded: the factory file's path and SHA-256."
     )
@@ -386,13 +388,13 @@ class ModelSection(Section):
         None,
         min_length=1,
         max_length=4096,
-        description="torchvision: a local file of initial weights (a state_dict saved with "
+        description="A local file of initial weights for any model (a state_dict saved with "
         "torch.save; read with weights_only=True; never downloaded).",
     )
     factory: PluginSpec | None = Field(
         None,
         description="custom: 'file.py:function' called as function(input_shape, n_classes, "
-        "**options) and returning an nn.Module, or (module, loss) (see docs/api.md).",
+        "**options) and returning an nn.Module, or (module, loss) (docs/learning-models.md).",
     )
     options: Options = Field({}, description="Keyword arguments of the factory or architecture.")
     forward_flops_per_sample: float | None = Field(

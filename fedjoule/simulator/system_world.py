@@ -8,7 +8,7 @@ import numpy as np
 
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import Cell, place_cell
-from fedjoule.data.shapes import client_sample_counts, dataset_shape
+from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
 from fedjoule.devices.population import Population, sample_population, step_costs
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.world import build_availability, local_steps, pick_freeloaders
@@ -96,7 +96,8 @@ def model_size(scenario: Scenario) -> tuple[int, float]:
     model, _ = build_model(scenario.model, shape, classes, scenario.seed)
     if scenario.model.forward_flops_per_sample:
         return model.n_params, scenario.model.forward_flops_per_sample
-    return model.n_params, model.forward_flops_per_sample(torch.zeros((1, *shape)))
+    example = torch.zeros((1, *shape), dtype=input_dtype(scenario.dataset))
+    return model.n_params, model.forward_flops_per_sample(example)
 
 
 def build_system_world(scenario: Scenario) -> SystemWorld:

@@ -70,7 +70,9 @@ def test_unknown_name_lists_valid_names(tmp_path):
         load_vision("imagenet", tmp_path)
     for name in VISION_DATASETS:
         assert name in str(info.value)
-    assert set(VISION_DATASETS) == {"mnist", "fashion-mnist", "kmnist", "emnist", "cifar10", "svhn"}
+    assert set(VISION_DATASETS) == {
+        "mnist", "fashion-mnist", "kmnist", "emnist", "cifar10", "cifar100", "svhn"
+    }
 
 
 def test_decoded_tensors_are_cached_and_read_back_equal(tmp_path, monkeypatch):

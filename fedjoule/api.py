@@ -1,0 +1,830 @@
+"""The Python API of fedjoule: the commands `run`, `sweep`, `plan` and `capacity` as functions
+returning their results as Python values (docs/api.md).
+
+    import fedjoule
+
+    scenario = fedjoule.load_scenario("default", {"training.rounds": 20})
+    result = fedjoule.run(scenario, "runs/first")
+    result.summary["final_accuracy"], result.rounds[-1]["cumulative_energy_j"]
+
+Each function calls the same library code as the command line, writes the same files into
+its folder and reads them back: a result's tables are its folder's CSV files, row for
+row, with the types restored (`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError`
+with the message the command line prints.
+
+Importing this module is cheap: torch and the simulator are imported by the functions that
+need them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import numbers
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas
+
+    from fedjoule.scenarios.schema import Scenario
+
+__all__ = [
+    "CapacityResult",
+    "PlanResult",
+    "RunResult",
+    "SweepResult",
+    "capacity",
+    "cell_value",
+    "load_scenario",
+    "plan",
+    "read_table",
+    "run",
+    "sweep",
+    "value_text",
+]
+
+# columns that hold text even when a cell looks like a number ("3" cells in a one-cell run)
+TEXT_COLUMNS = frozenset(
+    {"selected_per_cell", "arrived_per_cell", "device_class", "run", "priced_by"}
+)
+_INT = re.compile(r"-?[0-9]+")
+PLUGIN_SECTIONS = ("model", "dataset", "algorithm")  # sections that may name a plug-in
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def cell_value(text: str | None, column: str = "") -> Any:
+    """A CSV cell of a fedjoule file as the value it was written for (the inverse of
+    fedjoule.report.table.cell): "" -> None (no value: a round not evaluated, a column that
+    does not apply); "nan" -> math.nan (that very object, so that rows holding it still
+    compare equal), "inf" / "-inf" -> the infinities; "True" / "False" -> bool; an integer
+    -> int; another number -> float; anything else, and every cell of a text column
+    (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
+    if text is None or text == "":
+        return None
+    if column in TEXT_COLUMNS:
+        return text
+    if text == "nan":
+        return math.nan
+    if text == "inf":
+        return math.inf
+    if text == "-inf":
+        return -math.inf
+    if text in ("True", "False"):
+        return text == "True"
+    if _INT.fullmatch(text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
+    capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
+    with Path(path).open(newline="") as f:
+        return [{k: cell_value(v, k) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def _round_row(row: dict) -> dict[str, Any]:
+    """A round's row as rounds.csv holds it, read back: what `on_round` callbacks see."""
+    from fedjoule.report.results import ROUND_COLUMNS
+    from fedjoule.report.table import cell
+
+    return {c: cell_value(cell(row.get(c)), c) for c in ROUND_COLUMNS}
+
+
+def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(
+            f"{what}.to_pandas() needs pandas, which is not installed: pip install pandas "
+            "(the rows are also plain lists of dicts)"
+        ) from None
+    return pandas.DataFrame.from_records(rows)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _need(folder: Path, names: Sequence[str], what: str) -> None:
+    from fedjoule.errors import FedjouleError
+
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise FedjouleError(f"{folder}: no {' or '.join(missing)}, so not a finished {what}")
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class RunResult:
+    """A run's folder and its results.
+
+    folder: the run folder. summary: summary.json. rounds: rounds.csv, one dict per round
+    (the same dicts `on_round` received). clients: clients.csv, one dict per client.
+    stopped_early: the run ended before its last round (its `on_round` returned False);
+    `run(None, result.folder, resume=True)` plays the rest.
+    """
+
+    folder: Path
+    summary: dict[str, Any]
+    rounds: list[dict[str, Any]]
+    clients: list[dict[str, Any]]
+    stopped_early: bool = False
+
+    @property
+    def diverged(self) -> bool:
+        """The model or loss became NaN/inf (summary diverged_at_round, diverged_reason)."""
+        return self.summary.get("diverged_at_round") is not None
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> RunResult:
+        """The results of a run folder written by `run`, `fedjoule run` or a sweep."""
+        folder = Path(folder)
+        _need(folder, ("summary.json", "rounds.csv"), "run folder")
+        stopped_early = False
+        from fedjoule.simulator import checkpoint
+
+        if (folder / checkpoint.NAME).exists():  # (--no-train runs keep none)
+            saved = checkpoint.read_checkpoint(folder / checkpoint.NAME, mmap=True)
+            stopped_early = not checkpoint.finished(saved)
+        clients = folder / "clients.csv"
+        return cls(
+            folder,
+            _read_json(folder / "summary.json"),
+            read_table(folder / "rounds.csv"),
+            read_table(clients) if clients.is_file() else [],
+            stopped_early,
+        )
+
+    def to_pandas(self) -> dict[str, pandas.DataFrame]:
+        """{"rounds": DataFrame, "clients": DataFrame} (needs pandas)."""
+        return {
+            "rounds": _frame(self.rounds, "RunResult"),
+            "clients": _frame(self.clients, "RunResult"),
+        }
+
+
+@dataclass
+class SweepResult:
+    """A sweep's folder, its table (sweep.csv: one row per finished run, its grid values,
+    summary and Pareto marks) and its description (sweep.json: grid, options, every run's
+    folder and status)."""
+
+    folder: Path
+    table: list[dict[str, Any]]
+    info: dict[str, Any]
+
+    @property
+    def status(self) -> dict[str, str]:
+        """Run name -> ran, resumed, skipped, diverged or failed."""
+        return {r["name"]: r.get("status") for r in self.info["runs"]}
+
+    @property
+    def run_folders(self) -> dict[str, Path]:
+        """Run name -> its run folder (inside the sweep folder)."""
+        return {r["name"]: self.folder / r["folder"] for r in self.info["runs"]}
+
+    def run(self, name: str) -> RunResult:
+        """The results of one of the sweep's runs (a name of `run_folders`)."""
+        return RunResult.from_folder(self.run_folders[name])
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> SweepResult:
+        folder = Path(folder)
+        _need(folder, ("sweep.csv", "sweep.json"), "sweep folder")
+        return cls(folder, read_table(folder / "sweep.csv"), _read_json(folder / "sweep.json"))
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The table as a DataFrame (needs pandas)."""
+        return _frame(self.table, "SweepResult")
+
+
+@dataclass
+class PlanResult:
+    """A plan's folder, its table (plan.csv: one row per K and channel cell) and its
+    description (plan.json: grid, method, K* per cell in `best`)."""
+
+    folder: Path
+    table: list[dict[str, Any]]
+    info: dict[str, Any]
+
+    @property
+    def best(self) -> list[dict[str, Any]]:
+        """One entry per cell: snr_db, bandwidth_hz, K_star (None: no K reaches the
+        target), E_total_j and rounds_to_target."""
+        return self.info["best"]
+
+    @property
+    def method(self) -> str:
+        """reprice (one learning run per K) or per-cell; `info["reason"]` says why."""
+        return self.info["method"]
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> PlanResult:
+        folder = Path(folder)
+        _need(folder, ("plan.csv", "plan.json"), "plan folder")
+        return cls(folder, read_table(folder / "plan.csv"), _read_json(folder / "plan.json"))
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The table as a DataFrame (needs pandas)."""
+        return _frame(self.table, "PlanResult")
+
+
+@dataclass
+class CapacityResult:
+    """A capacity plan's folder, its table (capacity.csv: one row per candidate evaluated)
+    and everything else (capacity.json: the scenario's figures, the answer and its
+    figures, the limits)."""
+
+    folder: Path
+    table: list[dict[str, Any]]
+    info: dict[str, Any]
+
+    @property
+    def answer(self) -> float | int | None:
+        """The largest clients_per_round or smallest uplink_bandwidth_hz meeting the limits
+        (None: none does, or search "none")."""
+        return self.info["answer"]
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> CapacityResult:
+        folder = Path(folder)
+        _need(folder, ("capacity.csv", "capacity.json"), "capacity folder")
+        return cls(
+            folder, read_table(folder / "capacity.csv"), _read_json(folder / "capacity.json")
+        )
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The table as a DataFrame (needs pandas)."""
+        return _frame(self.table, "CapacityResult")
+
+
+# --------------------------------------------------------------------------- values as text
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _plain(value: Any, where: str) -> Any:
+    """`value` as the plain YAML-able value it stands for (tuples as lists, numpy numbers
+    and paths as Python ones)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar (a numpy array is refused below)
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {_plain(k, where): _plain(v, where) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, where) for v in value]
+    raise TypeError(f"{where}: {type(value).__name__} is not a scenario value")
+
+
+def _text(value: Any) -> str:
+    """YAML flow text of a plain value; strings are quoted when plain text would not read
+    back as the same string or holds a character a grid's comma splitting looks at."""
+    from fedjoule.scenarios.yaml_reader import parse_yaml
+
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, str):
+        plain = value and value == value.strip() and not set(value) & set(",[]{}'\"#\n\r\t")
+        if plain:
+            try:
+                plain = parse_yaml(value, "value") == value
+            except Exception:  # noqa: BLE001 - any text YAML refuses is quoted instead
+                plain = False
+        return value if plain else json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    return "{" + ", ".join(f"{_text(k)}: {_text(v)}" for k, v in value.items()) + "}"
+
+
+def value_text(value: Any, where: str = "value") -> str:
+    """A Python value as the YAML text of a `--set key=value` or `--grid` value; checked to
+    read back as the same value."""
+    from fedjoule.errors import FedjouleError
+    from fedjoule.scenarios.yaml_reader import parse_yaml
+
+    plain = _plain(value, where)
+    text = _text(plain)
+    if not _same(parse_yaml(text, where), plain):
+        raise FedjouleError(f"{where}: {value!r} cannot be written as a scenario value")
+    return text
+
+
+def _key(key: Any, what: str) -> str:
+    from fedjoule.errors import FedjouleError
+
+    if not isinstance(key, str) or not key.strip() or "=" in key:
+        raise FedjouleError(f"{what}: {key!r} is not a dotted scenario key (e.g. training.rounds)")
+    return key.strip()
+
+
+def override_texts(overrides: Mapping[str, Any] | None) -> list[str]:
+    """{"training.rounds": 5, ...} as the command line's ["training.rounds=5", ...]."""
+    items = []
+    for key, value in (overrides or {}).items():
+        key = _key(key, "overrides")
+        items.append(f"{key}={value_text(value, f'overrides[{key!r}]')}")
+    return items
+
+
+def _grid_texts(axes: Mapping[str, Sequence[Any]]) -> list[str]:
+    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"]."""
+    from fedjoule.errors import FedjouleError
+
+    grid = []
+    for key, values in axes.items():
+        key = _key(key, "axes")
+        if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence):
+            raise FedjouleError(f"axes[{key!r}]: give a list of values, e.g. [1, 5, 20]")
+        if not values:
+            raise FedjouleError(f"axes[{key!r}]: give at least one value")
+        texts = [value_text(v, f"axes[{key!r}]") for v in values]
+        grid.append(f"{key}={','.join(texts)}")
+    return grid
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def load_scenario(
+    name_or_path: str | os.PathLike[str] = "default",
+    overrides: Mapping[str, Any] | None = None,
+) -> Scenario:
+    """A validated Scenario from a built-in name or a YAML file, with `overrides` applied:
+    dotted keys to Python values, e.g. {"training.rounds": 5, "model.hidden": [64, 64]}
+    (the command line's `--set training.rounds=5`). Plug-in files (`factory`, `class`) are
+    looked for in the YAML file's folder, then the working folder.
+
+    A Scenario can also be built in code, `Scenario(name="x", training={"rounds": 5})` or
+    `Scenario.model_validate({...})`; its plug-in files are then looked for in the working
+    folder. A mistake raises FedjouleError (from load_scenario, listing every problem) or
+    pydantic's ValidationError (from Scenario)."""
+    from fedjoule.scenarios.loading import load_scenario as load
+
+    return load(name_or_path, override_texts(overrides))
+
+
+def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
+    """A Scenario from a Scenario, a built-in name or a YAML file (None: "default"), with
+    overrides applied."""
+    from fedjoule.scenarios.loading import apply_overrides, validate
+    from fedjoule.scenarios.schema import Scenario
+
+    if isinstance(scenario, Scenario):
+        if not overrides:
+            return scenario
+        raw = scenario.model_dump(mode="json")
+        for key in overrides:  # another plug-in: the recorded source is the old one's
+            section, _, field = key.strip().partition(".")
+            if section in PLUGIN_SECTIONS and field in ("", "name", "factory", "class"):
+                if isinstance(raw.get(section), dict):
+                    raw[section].pop("source", None)
+        raw = apply_overrides(raw, override_texts(overrides))
+        return validate(raw, f"scenario {scenario.name!r}")
+    return load_scenario("default" if scenario is None else scenario, overrides)
+
+
+def _label(scenario: Any) -> str:
+    """The name output folders are named after (as the command line names them)."""
+    from fedjoule.scenarios.schema import Scenario
+
+    if isinstance(scenario, Scenario):
+        return scenario.name
+    text = os.fspath(scenario)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
+def _source(scenario: Any, folder: Path) -> tuple[str, bool]:
+    """What sweep and plan read a scenario from: a name or file as given, or a Scenario
+    written to <folder>/scenario.yaml (so that the folder says what it ran, and a restart
+    with the same folder finds it). Returns (source, whether the file was written)."""
+    from fedjoule import __version__
+    from fedjoule.scenarios.loading import scenario_yaml
+    from fedjoule.scenarios.schema import Scenario
+    from fedjoule.storage import write_text_atomically
+
+    if not isinstance(scenario, Scenario):
+        return os.fspath(scenario), False
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "scenario.yaml"
+    header = f"# the scenario given to fedjoule {__version__} from Python; every field is shown\n"
+    write_text_atomically(path, header + scenario_yaml(scenario))
+    return str(path), True
+
+
+def _undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[str]) -> None:
+    """After a failure before the command wrote anything: remove the scenario file (and the
+    folder) `_source` made."""
+    if not written or any((folder / n).exists() for n in outputs):
+        return
+    (folder / "scenario.yaml").unlink(missing_ok=True)
+    if created:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    if quiet:
+        return lambda text: None
+    return lambda text: print(text, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- run
+
+
+class _StopRequested(Exception):  # noqa: N818 - a request, not an error
+    """Raised from the round hook when `on_round` returns False; carries the round."""
+
+    def __init__(self, round_index: int):
+        super().__init__(round_index)
+        self.round = round_index
+
+
+def run(
+    scenario: Scenario | str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    on_round: Callable[[dict[str, Any]], bool | None] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    device: str = "auto",
+    executor: str = "vectorised",
+    resume: bool = False,
+    threads: int | None = None,
+    state_memory_mb: float | None = 2048,
+    quiet: bool = True,
+) -> RunResult:
+    """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
+    checkpoint in `out` (default runs/<name>-<time>); returns its results.
+
+    scenario: a Scenario, a built-in name or a YAML file (None: "default"); with
+    `resume=True`, None continues the run in `out` as recorded (a scenario given must be
+    the one recorded). overrides: {dotted.key: value} applied to it.
+    on_round(row): called after each round with its row, the dict rounds.csv gets (read
+    back: `cell_value`); returning False stops the run after that round: its files
+    and checkpoint are written as for a run stopped there, the result has stopped_early
+    True, and `run(None, out, resume=True)` plays the rest. An exception raised in it
+    propagates, with the round already saved (the folder resumes like an interrupted run).
+    data_dir: dataset folder (default $FEDJOULE_DATA_DIR, else a user cache). device:
+    auto (CUDA if present), cpu or cuda. executor: vectorised, vmap, compiled or sequential.
+    threads: torch CPU threads during the run (default: as set). state_memory_mb: client
+    state kept in memory; beyond it rows spill to client_state.bin (None: never).
+    quiet: False prints warnings and a line per round on stderr.
+
+    A run that diverges returns normally: `result.diverged`, summary diverged_reason.
+    """
+    import torch
+
+    from fedjoule.cli import EXECUTORS
+    from fedjoule.errors import FedjouleError, RunDiverged
+    from fedjoule.folders import stamped_folder
+    from fedjoule.scenarios.plausibility import plausibility_warnings
+    from fedjoule.simulator.run import run_scenario
+    from fedjoule.simulator.world import pick_device
+
+    # everything is checked before anything is created (as `fedjoule run` does)
+    if executor not in EXECUTORS:
+        raise FedjouleError(f"executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if threads is not None and threads < 1:
+        raise FedjouleError(f"threads {threads}: must be at least 1")
+    if resume and overrides:
+        raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
+    if resume and out is None:
+        raise FedjouleError("resume=True needs the run folder to continue: out=...")
+    loaded = None
+    if resume:
+        if scenario is not None:
+            _check_recorded(_scenario(scenario, None), Path(out))
+    else:
+        loaded = _scenario(scenario, overrides)
+    pick_device(device)
+    say = _say(quiet)
+    if loaded is not None:
+        for warning in plausibility_warnings(loaded):
+            say(f"warning: {warning}")
+    folder = Path(out) if out is not None else stamped_folder("runs", loaded.name)
+    total = 0
+
+    def on_start(world, first_round: int) -> None:
+        nonlocal total
+        total = world.scenario.training.rounds
+        name = world.scenario.name
+        say(
+            f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "
+            f"parameters on {world.device}, from round {first_round + 1} of {total}"
+        )
+
+    def record(row: dict) -> None:
+        if not quiet:
+            status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+            if row.get("accuracy") is not None:
+                status += f"  acc {row['accuracy']:.3f}"
+            say(f"round {row['round'] + 1}/{total}: {status}")
+        if on_round is not None and on_round(_round_row(row)) is False:
+            raise _StopRequested(row["round"])
+
+    common = dict(
+        data_dir=data_dir, device=device, executor=executor, state_memory_mb=state_memory_mb
+    )
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        try:
+            run_scenario(
+                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
+            )
+        except _StopRequested as stop:
+            # the round and its checkpoint are saved; end the run there as `stop_after`
+            # does (clients.csv, summary.json; resumable)
+            run_scenario(None, folder, resume=True, stop_after=stop.round + 1, **common)
+    except RunDiverged:  # its files are written; the result says so
+        pass
+    finally:
+        torch.set_num_threads(before)
+    say(f"results in {folder}")
+    return RunResult.from_folder(folder)
+
+
+def _check_recorded(scenario: Scenario, folder: Path) -> None:
+    """A scenario given with resume=True must be the one the folder's run was started with."""
+    from fedjoule.errors import FedjouleError
+    from fedjoule.scenarios.loading import read_source
+    from fedjoule.simulator.checkpoint import differences
+
+    path = folder / "scenario.yaml"
+    if not path.is_file():
+        return  # (run_scenario says there is no run to resume)
+    saved, _ = read_source(path)
+    differ = differences(saved, scenario.model_dump(mode="json"))
+    if differ:
+        raise FedjouleError(
+            f"{folder} holds a run of another scenario (differs in {', '.join(differ[:5])}); "
+            "pass scenario=None to continue it as recorded"
+        )
+
+
+# --------------------------------------------------------------------------- sweep, plan
+
+
+def _sweep_options(backend, address, workers, threads_per_run, device, data_dir, objective=None):
+    from fedjoule.planning.sweep import SweepOptions
+
+    extra = {} if objective is None else {"objective": objective}
+    return SweepOptions(
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=os.fspath(data_dir) if data_dir else None,
+        **extra,
+    )
+
+
+def sweep(
+    scenario: Scenario | str | os.PathLike[str],
+    axes: Mapping[str, Sequence[Any]],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_run: int = 1,
+    device: str = "auto",
+    data_dir: str | os.PathLike[str] | None = None,
+    pareto_accuracy: str = "final_accuracy",
+    pareto_to_target: bool = False,
+    quiet: bool = True,
+) -> SweepResult:
+    """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
+    folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
+    sweeps/<name>-<time>). Give the same `out` again to finish an interrupted sweep:
+    finished runs are skipped, partial ones resumed.
+
+    axes: {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5], "seed": [0, 1]}.
+    overrides: {dotted.key: value} applied to every run (not an axis key). backend: local
+    (a process pool) or ray (address: a cluster; default a local Ray). workers: runs at
+    once (default: local, cores // threads_per_run). threads_per_run: torch threads (and
+    Ray CPUs) per run. device: auto, cpu or cuda. pareto_accuracy: final_accuracy,
+    best_accuracy, worst_client_accuracy or client_accuracy_p10; pareto_to_target: fronts
+    over the costs to the target. A Scenario is written to out/scenario.yaml and read
+    from there. Runs that fail raise FedjouleError after the others finished.
+    """
+    from fedjoule.folders import check_out_folder, stamped_folder
+    from fedjoule.planning.pareto import Objective
+    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
+
+    options = _sweep_options(
+        backend,
+        address,
+        workers,
+        threads_per_run,
+        device,
+        data_dir,
+        Objective(pareto_accuracy, pareto_to_target),
+    )
+    grid, sets = _grid_texts(axes), override_texts(overrides)
+    folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
+    check_out_folder(folder)
+    say = _say(quiet)
+    created = not folder.exists()
+    source, written = _source(scenario, folder)
+
+    def on_plan(points, states) -> None:
+        done = sum(s == "done" for s in states.values())
+        partial = sum(s == "partial" for s in states.values())
+        say(
+            f"sweep {len(points)} runs on {backend}: {done} finished (skipped), {partial} to "
+            f"resume, {len(points) - done - partial} to start; folder {folder}"
+        )
+
+    def on_run(name: str, status: str) -> None:
+        say(f"{name}: {status}")
+
+    try:
+        run_sweep(source, grid, folder, sets, options, on_plan=on_plan, on_run=on_run)
+    except BaseException:
+        _undo_source(folder, written, created, (SWEEP_JSON,))
+        raise
+    say(f"results in {folder}")
+    return SweepResult.from_folder(folder)
+
+
+def _numbers_text(values: Sequence[Any], kind: type, what: str) -> str:
+    from fedjoule.errors import FedjouleError
+
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise FedjouleError(f"{what}: give a list of numbers, e.g. [1, 2, 5]")
+    if not values:
+        raise FedjouleError(f"{what}: give at least one value")
+    texts = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise FedjouleError(f"{what} {list(values)!r}: {v!r} is not a number")
+        texts.append(str(v) if kind is int else repr(float(v)))
+    return ",".join(texts)
+
+
+def plan(
+    scenario: Scenario | str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    k: Sequence[int] = (1, 2, 5, 10, 20, 50),
+    snr_db: Sequence[float] = (0, 10, 20, 30),
+    bandwidth_hz: Sequence[float] = (1e5, 1e6, 1e7),
+    overrides: Mapping[str, Any] | None = None,
+    max_rounds: int | None = None,
+    cells: Sequence[tuple[float, float]] | None = None,
+    per_cell: bool = False,
+    backend: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_run: int = 1,
+    device: str = "auto",
+    data_dir: str | os.PathLike[str] | None = None,
+    quiet: bool = True,
+) -> PlanResult:
+    """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
+    (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
+    (default plans/<name>-<time>; give it again to resume an interrupted plan's runs).
+
+    The scenario needs a target (training.target_value). k: local steps to compare;
+    snr_db, bandwidth_hz: the channel grid; max_rounds: rounds cap of every learning run
+    (default training.rounds); cells: (snr_db, bandwidth_hz) pairs drawn in energy_vs_k.png
+    (default the grid's corners); per_cell: a learning run per (K, cell) even where one
+    per K prices the grid. backend, address, workers, threads_per_run, device, data_dir:
+    as for `sweep`. quiet: False prints the plan's progress messages on stderr.
+    """
+    from fedjoule.folders import check_out_folder, stamped_folder
+    from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_cells, parse_numbers, run_plan
+
+    snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
+    bandwidths = parse_numbers(
+        "bandwidth_hz", _numbers_text(bandwidth_hz, float, "bandwidth_hz"), float, 1e-300
+    )
+    plot_cells = None
+    if cells is not None:
+        text = ",".join(f"{float(s)!r}:{float(b)!r}" for s, b in cells)
+        plot_cells = parse_cells(text, snrs, bandwidths) if text else None
+    options = PlanOptions(
+        k_values=parse_numbers("k", _numbers_text(k, int, "k"), int, minimum=1),
+        snr_db=snrs,
+        bandwidth_hz=bandwidths,
+        max_rounds=max_rounds,
+        plot_cells=plot_cells,
+        per_cell=per_cell,
+        sweep=_sweep_options(backend, address, workers, threads_per_run, device, data_dir),
+    )
+    sets = override_texts(overrides)
+    folder = Path(out) if out is not None else stamped_folder("plans", _label(scenario))
+    check_out_folder(folder)
+    created = not folder.exists()
+    source, written = _source(scenario, folder)
+    try:
+        run_plan(source, folder, sets, options, say=_say(quiet))
+    except BaseException:
+        _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
+        raise
+    return PlanResult.from_folder(folder)
+
+
+# --------------------------------------------------------------------------- capacity
+
+
+def capacity(
+    scenario: Scenario | str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    search: str = "clients_per_round",
+    deadline_s: float | None = None,
+    energy_budget_j: float | None = None,
+    rounds: int = 10,
+    quantile: float = 1.0,
+    quiet: bool = True,
+) -> CapacityResult:
+    """Capacity planning without training (`fedjoule capacity`): capacity.csv (every
+    candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).
+
+    search: clients_per_round (the largest m meeting the limits), uplink_bandwidth_hz (the
+    smallest B, to 0.1 %) or none (the scenario's own figures). deadline_s: round time
+    limit (default the scenario's round.deadline_s); energy_budget_j: per-device energy
+    limit per round; rounds: system-only rounds simulated per candidate; quantile: judge
+    round time and device energy at this quantile (1: the worst). quiet: False prints
+    the figures table.
+    """
+    from fedjoule.errors import FedjouleError
+    from fedjoule.folders import check_out_folder, stamped_folder
+    from fedjoule.planning.capacity import plan_capacity
+    from fedjoule.planning.capacity_report import print_capacity, write_capacity
+    from fedjoule.simulator.system_world import build_system_world
+
+    for name, value, least in (
+        ("deadline_s", deadline_s, 0),
+        ("energy_budget_j", energy_budget_j, 0),
+        ("rounds", rounds, 1),
+    ):
+        if value is not None and not value >= least:
+            raise FedjouleError(f"{name} {value}: must be at least {least}")
+    loaded = _scenario(scenario, overrides)
+    folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
+    check_out_folder(folder)
+    world = build_system_world(loaded)
+    figures = plan_capacity(
+        loaded,
+        world,
+        search=search,
+        deadline_s=deadline_s,
+        energy_budget_j=energy_budget_j,
+        rounds=rounds,
+        quantile=quantile,
+    )
+    if not quiet:
+        from rich.console import Console
+
+        print_capacity(Console(stderr=True, markup=False, emoji=False), loaded, figures)
+    write_capacity(folder, figures)
+    return CapacityResult.from_folder(folder)
