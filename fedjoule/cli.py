@@ -94,6 +94,12 @@ def stop_message(message: Callable[[], str]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def plugin_label(section, spec_field: str) -> str:
+    """A section's name, with the plug-in it names (`custom my_algo.py:MyAlgo`)."""
+    spec = getattr(section, spec_field, None)
+    return f"{section.name} {spec}" if spec else section.name
+
+
 def scenario_label(scenario: str) -> str:
     """A built-in scenario's name, or a YAML file's stem."""
     return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
@@ -242,7 +248,8 @@ def run(
             Text.assemble(
                 bold(name),
                 f": {world.scenario.population.size} clients, "
-                f"{world.scenario.algorithm.name}, model {world.scenario.model.name} "
+                f"{plugin_label(world.scenario.algorithm, 'class_')}, "
+                f"model {plugin_label(world.scenario.model, 'factory')} "
                 f"({world.model.n_params:,} parameters) on {world.device}",
             ),
             soft_wrap=True,
@@ -669,6 +676,131 @@ def scenarios() -> None:
     for name in builtin_names():
         table.add_row(name, load_scenario(name).description)
     console.print(table)
+
+
+CUSTOM_USAGE = (
+    'algorithm: {name: custom, class: "file.py:ClassName", options: {...}}',
+    "class: a Python file (looked for next to the scenario file, then in the working "
+    "folder) or an importable module, 'package.module:ClassName'; the class subclasses "
+    "fedjoule.algorithms.base.Algorithm and its config_class (an AlgorithmConfig) checks "
+    "options.",
+    "scenario.yaml records the file's path and SHA-256; --resume refuses a file that "
+    "changed since.",
+    "fedjoule algorithms file.py:ClassName shows its options.",
+)
+
+
+@app.command()
+def algorithms(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="One algorithm: a name, custom, or a plug-in class file.py:ClassName "
+            "(default: all)."
+        ),
+    ] = None,
+) -> None:
+    """List the algorithms a scenario can name (built in, installed by packages through the
+    entry-point group fedjoule.algorithms, or custom) with their options. Exit code 1 when
+    the one asked for is an installed algorithm that fails to load."""
+    from fedjoule.algorithms.registry import CUSTOM, names
+    from fedjoule.plugins import REGISTRY, PluginError
+
+    entries = REGISTRY.entries("algorithm")
+    if name is None:
+        for entry in entries.values():
+            print_algorithm(entry.name, entry.origin, *algorithm_of(entry))
+        print_custom()
+        return
+    if name == CUSTOM:
+        print_custom()
+    elif name in entries:
+        entry = entries[name]
+        cls, problem = algorithm_of(entry)
+        print_algorithm(name, entry.origin, cls, problem)
+        if problem:
+            raise typer.Exit(1)
+    elif ":" in name:  # a plug-in class, as `class:` of a custom algorithm names it
+        from fedjoule.algorithms.registry import check_algorithm_class
+        from fedjoule.plugins import load_spec
+
+        try:
+            cls, source = load_spec(name)
+            check_algorithm_class(cls, name)
+        except PluginError as exc:
+            raise FedjouleError(str(exc)) from None
+        where = source.get("file") or source.get("module")
+        sha = f", SHA-256 {source['sha256'][:12]}..." if source.get("sha256") else ""
+        print_algorithm(name, f"custom class from {where}{sha}", cls, None)
+    else:
+        raise FedjouleError(
+            f"unknown algorithm {name!r}; available: {', '.join(names())} "
+            "(or a plug-in class file.py:ClassName)"
+        )
+
+
+def algorithm_of(entry) -> tuple[type | None, str | None]:
+    """An entry's algorithm class, or None and why it cannot be used (an installed
+    package that fails to import or names no Algorithm)."""
+    from fedjoule.algorithms.registry import check_algorithm_class
+    from fedjoule.plugins import entry_target
+
+    try:
+        cls, _ = entry_target(entry)
+        return check_algorithm_class(cls, f"{entry.name} ({entry.origin})"), None
+    except Exception as exc:  # a broken package is shown as such, not as a traceback
+        return None, str(exc) or type(exc).__name__
+
+
+def option_rows(config) -> list[tuple[str, str, str, str, str]]:
+    """(option, type, allowed, default, meaning) of each field of an options model."""
+    from fedjoule.scenarios.reference import _allowed, _default, _type_name
+
+    def plain(text: str) -> str:  # the reference's Markdown as terminal text
+        return text.replace(" \\| ", " | ").replace("`", "")
+
+    return [
+        (
+            info.alias or key,  # as a scenario writes it
+            plain(_type_name(info.annotation)),
+            plain(_allowed(info.annotation, info.metadata)),
+            plain(_default(info)),
+            info.description or "",
+        )
+        for key, info in config.model_fields.items()
+        if key != "name"
+    ]
+
+
+def print_algorithm(name: str, origin: str, cls, problem: str | None) -> None:
+    console.print(Text.assemble(bold(name), f"  ({origin})"), soft_wrap=True)
+    if problem is not None:
+        console.print(Text.assemble("  ", ("broken:", "bold red"), " ", problem), soft_wrap=True)
+        console.print()
+        return
+    summary = (cls.__doc__ or "").strip().splitlines()
+    if summary:
+        console.print(f"  {summary[0]}", soft_wrap=True)
+    rows = option_rows(cls.config_class)
+    if not rows:
+        console.print("  no options")
+    else:
+        table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
+        for column in ("option", "type", "allowed", "default", "meaning"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
+    console.print()
+
+
+def print_custom() -> None:
+    console.print(
+        Text.assemble(bold("custom"), "  (a plug-in class from a Python file or module)"),
+        soft_wrap=True,
+    )
+    for line in CUSTOM_USAGE:
+        console.print(f"  {line}", soft_wrap=True)
 
 
 @app.command()

@@ -162,9 +162,9 @@ def load_spec(
 ) -> tuple[Any, dict]:
     """The object a spec names, and its source {file, sha256} (and {module} for a module).
 
-    A relative file is looked for in each of `base_dirs` (the scenario file's folder
-    first), then the working folder, then at the path `recorded` (a source from a
-    scenario.yaml). When `recorded` has a sha256, the file must still have it."""
+    A relative file is looked for in each of `base_dirs` (the scenario file's folder),
+    then at the path `recorded` (a source from a scenario.yaml), then in the working
+    folder. When `recorded` has a sha256, the file must still have it."""
     where, name = split_spec(spec)
     if where.endswith(".py"):
         path = find_file(where, base_dirs, recorded)
@@ -192,13 +192,15 @@ def load_spec(
 
 def find_file(where: str, base_dirs: Iterable[Path], recorded: dict | None) -> Path:
     path = Path(where).expanduser()
-    tried = []
     candidates = [path] if path.is_absolute() else [Path(d) / path for d in base_dirs]
+    if recorded and recorded.get("file") and not path.is_absolute():
+        candidates.append(Path(recorded["file"]))  # the file a scenario.yaml was made with
     if not path.is_absolute():
         candidates.append(Path.cwd() / path)
-    if recorded and recorded.get("file"):
-        candidates.append(Path(recorded["file"]))
+    tried: list[str] = []
     for candidate in candidates:
+        if str(candidate) in tried:
+            continue
         tried.append(str(candidate))
         if candidate.is_file():
             return candidate.resolve()

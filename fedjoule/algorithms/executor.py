@@ -295,7 +295,7 @@ class SequentialExecutor:
                     return torch.stack([self._grad(row, xb, yb, own_buffers) for row in p])
 
                 direction = algorithm.direction(k, theta, grad_at, own, own_setup, one)
-                theta = (theta - setup.lr * direction).detach()
+                theta = theta.sub(direction, alpha=setup.lr).detach()  # as the vectorised step
                 algorithm.after_step(k, theta, own, one)
             finals.append(theta[0])
             for name, value in own.local.items():  # write the client's working state back

@@ -34,7 +34,14 @@ from fedjoule.algorithms.foolsgold import FoolsGold, FoolsGoldConfig
 from fedjoule.algorithms.scaffold import Scaffold, ScaffoldConfig
 from fedjoule.algorithms.stem import Stem, StemConfig
 from fedjoule.algorithms.taco import Taco, TacoConfig
-from fedjoule.plugins import REGISTRY, PluginError, entry_target, load_spec, plugin_dirs
+from fedjoule.plugins import (
+    REGISTRY,
+    PluginError,
+    check_unchanged,
+    entry_target,
+    load_spec,
+    plugin_dirs,
+)
 
 ALGORITHMS: dict[str, tuple[type[Algorithm], type[AlgorithmConfig]]] = {
     "fedavg": (FedAvg, FedAvgConfig),
@@ -115,10 +122,14 @@ def check_algorithm_class(cls: Any, where: str) -> type[Algorithm]:
 
 @cache
 def named_section(name: str, config: type[AlgorithmConfig]) -> type[AlgorithmConfig]:
-    """The section model of an installed algorithm: its options plus `name: <name>`."""
-    if "name" in config.model_fields:
-        return config
-    return create_model(f"{config.__name__}Section", __base__=config, name=(Literal[name], name))
+    """The section model of an installed algorithm: its options, `name: <name>` and the
+    recorded source of its code (module file and SHA-256)."""
+    return create_model(
+        f"{config.__name__}Section",
+        __base__=config,
+        name=(Literal[name], name),
+        source=(PluginAlgorithmSource | None, None),
+    )
 
 
 @cache
@@ -194,9 +205,16 @@ def _resolve(value: Any, handler, info) -> AlgorithmConfig:
         field = "class" if value.get("name") == CUSTOM else "name"
         raise _located(field, str(exc), value.get(field)) from None
     section = model.model_validate(value)
-    if section.name == CUSTOM:  # record where the class came from
-        _, source = load_spec(section.class_, plugin_dirs(), _recorded(section.source))
-        section.source = PluginAlgorithmSource(**source)
+    try:  # record where a plug-in's code came from (and refuse it if it has changed)
+        if section.name == CUSTOM:
+            _, source = load_spec(section.class_, plugin_dirs(), _recorded(section.source))
+            section.source = PluginAlgorithmSource(**source)
+        elif "source" in type(section).model_fields:
+            _, source = entry_target(REGISTRY.get("algorithm", section.name))
+            check_unchanged(section.name, source, _recorded(section.source))
+            section.source = PluginAlgorithmSource(**source)
+    except PluginError as exc:
+        raise _located("source", str(exc), value.get("source")) from None
     return section
 
 

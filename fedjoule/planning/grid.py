@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedjoule.errors import FedjouleError
-from fedjoule.scenarios.loading import apply_overrides, read_source, validate
+from fedjoule.plugins import relative_to
+from fedjoule.scenarios.loading import apply_overrides, read_source, scenario_folder, validate
 from fedjoule.scenarios.schema import Scenario
 
 
@@ -94,7 +95,13 @@ def run_name(values: dict[str, str]) -> str:
 
 def plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[Point]:
     """Every point of the grid's cartesian product, each validated; fails before any run,
-    naming the grid key and value at fault."""
+    naming the grid key and value at fault. Plug-in files are found from the scenario
+    file's folder, as for a run."""
+    with relative_to(scenario_folder(source)):
+        return _plan_points(source, sets, axes)
+
+
+def _plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[Point]:
     raw, label = read_source(source)
     base = apply_overrides(raw, list(sets))
     validate(copy.deepcopy(base), label)  # a bad --set is reported as such
