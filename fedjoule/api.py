@@ -473,14 +473,6 @@ def _say(quiet: bool) -> Callable[[str], None]:
 # --------------------------------------------------------------------------- run
 
 
-class _StopRequested(Exception):  # noqa: N818 - a request, not an error
-    """Raised from the round hook when `on_round` returns False; carries the round."""
-
-    def __init__(self, round_index: int):
-        super().__init__(round_index)
-        self.round = round_index
-
-
 def run(
     scenario: Scenario | str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -555,14 +547,13 @@ def run(
             f"parameters on {world.device}, from round {first_round + 1} of {total}"
         )
 
-    def record(row: dict) -> None:
+    def record(row: dict) -> bool | None:
         if not quiet:
             status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
             if row.get("accuracy") is not None:
                 status += f"  acc {row['accuracy']:.3f}"
             say(f"round {row['round'] + 1}/{total}: {status}")
-        if on_round is not None and on_round(_round_row(row)) is False:
-            raise _StopRequested(row["round"])
+        return None if on_round is None else on_round(_round_row(row))
 
     common = dict(
         data_dir=data_dir, device=device, executor=executor, state_memory_mb=state_memory_mb
@@ -571,14 +562,7 @@ def run(
     if threads:
         torch.set_num_threads(threads)
     try:
-        try:
-            run_scenario(
-                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
-            )
-        except _StopRequested as stop:
-            # the round and its checkpoint are saved; end the run there as `stop_after`
-            # does (clients.csv, summary.json; resumable)
-            run_scenario(None, folder, resume=True, stop_after=stop.round + 1, **common)
+        run_scenario(loaded, folder, resume=resume, on_start=on_start, on_round=record, **common)
     except RunDiverged:  # its files are written; the result says so
         pass
     finally:

@@ -451,8 +451,9 @@ class Simulation:
             "detection_fpr": float(detected[~truth].mean()),
         }
 
-    def run(self, last_round: int, on_round: Callable[[dict], None]) -> None:
-        """Play rounds next_round .. last_round-1 in one SimPy environment."""
+    def run(self, last_round: int, on_round: Callable[[dict], bool | None]) -> None:
+        """Play rounds next_round .. last_round-1 in one SimPy environment; `on_round`
+        returning False ends the run after that round."""
         env = simpy.Environment(initial_time=self.progress.sim_time_s)
 
         stop_at_target = self.world.scenario.training.stop_at_target
@@ -465,7 +466,8 @@ class Simulation:
                     break
                 tic = time.perf_counter()
                 row = yield env.process(self.play_round(env, r))
-                on_round(self.finish_round(row, time.perf_counter() - tic))
+                if on_round(self.finish_round(row, time.perf_counter() - tic)) is False:
+                    break
 
         # run until the server is done (stale medium timers may lie beyond it)
         env.run(until=env.process(server()))

@@ -38,7 +38,7 @@ def run_scenario(
     stop_after: int | None = None,
     state_memory_mb: float | None = 2048,
     on_start: Callable[[World, int], None] | None = None,
-    on_round: Callable[[dict], None] | None = None,
+    on_round: Callable[[dict], bool | None] | None = None,
 ) -> tuple[Path, dict]:
     """Run (or resume) a scenario into `out_dir`; returns the folder and summary.json's content.
 
@@ -46,7 +46,8 @@ def run_scenario(
     writes scenario.yaml and a round-0 checkpoint before any result, then a checkpoint
     after every round, so a run killed at any instant continues with `resume=True` (or,
     killed before its first checkpoint, starts again in the same folder). `stop_after`
-    ends the run after that many rounds in total, as an interruption would. Client-state
+    ends the run after that many rounds in total, as an interruption would; so does
+    `on_round(row)` returning False (after that round is saved). Client-state
     rows beyond `state_memory_mb` spill to `client_state.bin` in the run folder (None:
     never). A run that diverges writes its files and raises RunDiverged.
     """
@@ -140,7 +141,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     if on_start:
         on_start(world, sim.progress.next_round)
 
-    def record(row: dict) -> None:
+    def record(row: dict) -> bool | None:
         rounds_file.append(row)
         if scenario.output.events:
             events.append(events_text(row["round"], sim.last_records).encode())
@@ -152,8 +153,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
                 scenario.round.deadline_s,
             )
         save()
-        if on_round:
-            on_round(row)
+        return on_round(row) if on_round else None
 
     last = (
         scenario.training.rounds
