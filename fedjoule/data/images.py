@@ -13,6 +13,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
+from fedjoule.data.cifar import safe_class
 from fedjoule.data.loaded import LoadedData
 from fedjoule.data.vision import open_or_fail
 from fedjoule.errors import FedjouleError
@@ -172,7 +173,8 @@ def _size(shape) -> str:
 
 
 def torchvision_class(name: str):
-    """The torchvision.datasets class called `name`; FedjouleError for any other name."""
+    """The torchvision.datasets class called `name` (for CIFAR10 and CIFAR100 the one of
+    fedjoule.data.cifar, which never unpickles); FedjouleError for any other name."""
     import torchvision
 
     cls = getattr(torchvision.datasets, name, None)
@@ -182,7 +184,7 @@ def torchvision_class(name: str):
             f"(torchvision {torchvision.__version__}); classification datasets include "
             f"{', '.join(CLASSIFICATION_EXAMPLES)}"
         )
-    return cls
+    return safe_class(cls)  # CIFAR10/CIFAR100: the same class, reading without unpickling
 
 
 def _parameters(cls) -> set[str]:

@@ -94,10 +94,10 @@ def write_fake_cifar100(root: pathlib.Path, n_train: int, n_test: int) -> tuple:
         data = gen.integers(0, 256, (n, 3072), dtype=np.uint8)
         labels = gen.integers(0, 100, n).tolist()
         with open(folder / name, "wb") as f:
-            pickle.dump({"data": data, "fine_labels": labels}, f)
+            pickle.dump({"data": data, "fine_labels": labels}, f, protocol=4)
         arrays += [torch.from_numpy(data.reshape(n, 3, 32, 32)), torch.tensor(labels)]
     with open(folder / "meta", "wb") as f:
-        pickle.dump({"fine_label_names": [f"class{i}" for i in range(100)]}, f)
+        pickle.dump({"fine_label_names": [f"class{i}" for i in range(100)]}, f, protocol=4)
     return tuple(arrays)
 
 
