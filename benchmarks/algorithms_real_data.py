@@ -42,7 +42,7 @@ MNIST = [
     "training.stop_at_target=true",
     "round.deadline_s=null",
 ]
-MNIST_ALGORITHMS = {  # options from the FedDyn/FedDC benchmark code (ALGORITHMS.md §0.2)
+MNIST_ALGORITHMS = {  # options from the FedDyn/FedDC benchmark code (their example scripts)
     "fedavg": [],
     "fedprox": ["algorithm.mu=0.0001"],
     "scaffold": [],

@@ -1,8 +1,9 @@
 """A whole run as a user starts it, timed end to end (start-up included), against Flower.
 
-The workload of PERFORMANCE.md: MNIST, MLP 784-200-200-10, FedAvg, 10 clients a round,
+The workload of benchmarks/RESULTS.md ("End to end against Flower"): MNIST, MLP
+784-200-200-10, FedAvg, 10 clients a round,
 60 local steps of batch 50, 20 rounds. Flower's simulation of it (flwr 1.41 on Ray,
-measured on this kind of machine, PERFORMANCE.md): 15-19 s to start and 0.65-0.95 s a
+measured on this kind of machine in an earlier session): 15-19 s to start and 0.65-0.95 s a
 round, i.e. 28-38 s for 20 rounds. Flower is not installed here (never a project
 dependency); its figures are quoted, ours are measured in the same way (wall clock of
 the whole command, medians of fresh processes).
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from record import save_results  # benchmarks/record.py
 
-FLOWER_20_ROUNDS_S = (15 + 20 * 0.65, 19 + 20 * 0.95)  # PERFORMANCE.md
+FLOWER_20_ROUNDS_S = (15 + 20 * 0.65, 19 + 20 * 0.95)  # quoted in benchmarks/RESULTS.md
 COMMAND = [
     sys.executable,
     "-m",

@@ -607,8 +607,9 @@ def plan(
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
     One learning run per K prices the whole grid when the channel cannot change who takes
-    part; otherwise every (K, cell) runs. Writes plan.csv, plan.json, kstar_heatmap.png and
-    energy_vs_k.png."""
+    part; otherwise every (K, cell) runs. Writes plan.csv, plan.json, kstar_heatmap.png,
+    energy_vs_k.png and, where repricing is valid, kstar_breakeven.png (K* against x, the
+    communication energy per round over the energy per local step)."""
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
     from fedjoule.planning.sweep import SweepOptions
@@ -659,7 +660,8 @@ def plan(
         Text.assemble(
             "results in ",
             bold(result.out),
-            " (plan.csv, plan.json, kstar_heatmap.png, energy_vs_k.png)",
+            " (plan.csv, plan.json, kstar_heatmap.png, energy_vs_k.png"
+            + (f", {result.breakeven['figure']})" if "figure" in result.breakeven else ")"),
         ),
         soft_wrap=True,
     )
@@ -675,6 +677,47 @@ def scenarios() -> None:
     table.add_column("description")
     for name in builtin_names():
         table.add_row(name, load_scenario(name).description)
+    console.print(table)
+
+
+@app.command()
+def profiles(
+    name: Annotated[
+        str | None, typer.Argument(help="One profile: every field, its value and source.")
+    ] = None,
+) -> None:
+    """List the device profiles a device class can name (`profile: NAME`): measured device
+    classes, each value with its source. Exit code 2 for an unknown name."""
+    from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
+    from fedjoule.scenarios.schema import DeviceClass
+
+    if name is None:
+        table = Table(show_header=True)
+        for column in ("name", "description", "compute", "radio"):
+            table.add_column(column, overflow="fold")
+        for entry in profile_names():
+            profile = load_profile(entry)
+            resolved = DeviceClass.model_validate({"profile": entry})
+            table.add_row(entry, profile.description, resolved.compute, resolved.radio.model)
+        console.print(table)
+        return
+    if name not in profile_names():
+        raise FedjouleError(unknown_profile_message(name))
+    profile = load_profile(name)
+    resolved = DeviceClass.model_validate({"profile": name}).model_dump(mode="json")
+    radio = resolved.pop("radio")
+    rows = [*resolved.items(), *((f"radio.{k}", v) for k, v in radio.items())]
+    console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
+    table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
+    for column in ("field", "value", "source"):
+        table.add_column(column, overflow="fold")
+    for field, value in rows:
+        if field == "profile":
+            continue
+        source = profile.sources.get(field)
+        if source is None:
+            source = "the name of the profile" if field == "name" else "default (not set)"
+        table.add_row(Text(field), Text("null" if value is None else f"{value}"), Text(source))
     console.print(table)
 
 

@@ -32,6 +32,7 @@ STREAM_IDS = {
     "snapshot": 18,
     "overcommit": 19,
     "battery": 20,
+    "compute_spread": 21,
 }
 
 

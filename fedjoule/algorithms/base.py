@@ -71,7 +71,7 @@ class Algorithm:
     """Base class with FedAvg behaviour; the other algorithms override pieces of it."""
 
     name: ClassVar[str] = "base"
-    uplink_vectors: ClassVar[int] = 1  # model-sized vectors each client uploads (ALGORITHMS.md §12)
+    uplink_vectors: ClassVar[int] = 1  # model-sized vectors each client uploads
     downlink_vectors: ClassVar[int] = 1  # model-sized vectors the server broadcasts
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
     needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
@@ -134,7 +134,8 @@ class Algorithm:
         active: torch.Tensor,
     ) -> torch.Tensor:
         """The direction of local step k: by default gradient + weight decay + correction,
-        clipped per client (ALGORITHMS.md §0.1). `active` (m, 1) masks finished clients."""
+        clipped per client (docs/algorithms.md#the-local-step). `active` (m, 1) masks finished
+        clients."""
         grads = grad_at(params)  # a fresh tensor: updated in place, no (m, P) temporaries
         if setup.weight_decay:
             grads.add_(params, alpha=setup.weight_decay)

@@ -3,7 +3,8 @@ and logistic regression.
 
 `vmap(grad(loss))` allocates fresh (m, ...) activation and gradient tensors at every
 step; at 100 clients the per-client weight gradients alone are ~80 MB a step, and
-the allocator's page faults cost as much as the arithmetic (PERFORMANCE.md). Here the
+the allocator's page faults cost as much as the arithmetic (measured on a 2-core CPU: about
+920k page faults a round for the MNIST MLP at 100 clients). Here the
 forward and backward passes of Sequential(Flatten, Linear, ReLU, ..., Linear) under
 mean cross-entropy are written as batched matrix products (`baddbmm`, `bmm`) into
 buffers allocated once and reused. The result equals `vmap(grad(loss))` to float

@@ -1,8 +1,8 @@
 """DRDM (Krouka, Ben Issaid, Bennis, TMLCN 2026): DRFA's min-max with FedDyn's drift control.
 
-ALGORITHMS.md §8: the paper's algorithm boxes were not available; this is the
-reconstruction of §8.2 (DRFA's lambda sampling, snapshot and dual step, with the
-FedDyn local objective and server correction).
+The paper's algorithm boxes were not available; this is our reconstruction
+(docs/algorithms.md#drdm): DRFA's lambda sampling, snapshot and dual step, with the
+FedDyn local objective and server correction.
 """
 
 from typing import Literal

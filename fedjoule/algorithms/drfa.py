@@ -1,6 +1,6 @@
 """DRFA (Deng, Kamani, Mahdavi, NeurIPS 2020): distributionally robust federated averaging.
 
-min_w max_lambda sum_i lambda_i f_i(w) (ALGORITHMS.md §7): clients are sampled by
+min_w max_lambda sum_i lambda_i f_i(w) (docs/algorithms.md#drfa): clients are sampled by
 lambda, keep a snapshot at a random local step t', and a second, uniform set of
 clients returns losses at the snapshot average; the server takes a projected
 ascent step on lambda.

@@ -55,7 +55,7 @@ class LoopGradient:
     """Per-client gradients computed client after client into one reused (m, P) buffer.
 
     vmap turns a convolution over m clients into a grouped convolution, which the CPU
-    backend runs about 1.6x slower than m ordinary ones (PERFORMANCE.md, and
+    backend runs 1.5-1.7x slower than m ordinary ones (measured on a 2-core CPU,
     benchmarks/RESULTS.md); for convolutional models on a CPU this is the faster way to
     fill the same (m, P) gradient. Same values as vmap(grad(loss)) to float rounding."""
 

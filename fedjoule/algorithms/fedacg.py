@@ -1,4 +1,4 @@
-"""FedACG (Kim, Kim, Han, CVPR 2024): accelerated client gradient (ALGORITHMS.md §10.3)."""
+"""FedACG (Kim, Kim, Han, CVPR 2024): accelerated client gradient (docs/algorithms.md#fedacg)."""
 
 from typing import Literal
 

@@ -1,4 +1,7 @@
-"""FedAvg (McMahan et al., AISTATS 2017): local SGD, sample-weighted mean (ALGORITHMS.md §1)."""
+"""FedAvg (McMahan et al., AISTATS 2017): local SGD, sample-weighted mean.
+
+The update rules: docs/algorithms.md#fedavg.
+"""
 
 from typing import Literal
 

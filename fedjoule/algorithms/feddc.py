@@ -1,4 +1,4 @@
-"""FedDC (Gao et al., CVPR 2022): local drift decoupling and correction (ALGORITHMS.md §5).
+"""FedDC (Gao et al., CVPR 2022): local drift decoupling and correction (docs/algorithms.md#feddc).
 
 The default follows the official code: SCAFFOLD option-II variates with the undecayed
 base lr and the nominal step count, and a server model that averages the arrived

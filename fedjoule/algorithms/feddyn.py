@@ -1,4 +1,4 @@
-"""FedDyn (Acar et al., ICLR 2021): dynamic regularisation (ALGORITHMS.md §4)."""
+"""FedDyn (Acar et al., ICLR 2021): dynamic regularisation (docs/algorithms.md#feddyn)."""
 
 from typing import Literal
 

@@ -1,4 +1,7 @@
-"""FedProx (Li et al., MLSys 2020): a proximal term mu/2 ||theta - w||^2 (ALGORITHMS.md §2)."""
+"""FedProx (Li et al., MLSys 2020): a proximal term mu/2 ||theta - w||^2.
+
+The update rules: docs/algorithms.md#fedprox.
+"""
 
 from typing import Literal
 

@@ -1,5 +1,5 @@
 """FoolsGold (Fung, Yoon, Beschastnikh, RAID 2020): down-weights clients whose update
-histories look alike (sybils, freeloaders). ALGORITHMS.md §10.1, official code's rules."""
+histories look alike (sybils, freeloaders). docs/algorithms.md#foolsgold, official code's rules."""
 
 from typing import Literal
 

@@ -28,9 +28,9 @@ def fabricate(
     noise_scale: float,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """A freeloader's 'trained' model (WIRELESS.md, Freeloaders): `zero` sends the global model
-    back, `replay` adds the last global update again, `noisy` adds Gaussian noise of the
-    update's per-coordinate scale on top."""
+    """A freeloader's 'trained' model (docs/algorithms.md#freeloaders): `zero` sends the
+    global model back, `replay` adds the last global update again, `noisy` adds Gaussian
+    noise of the update's per-coordinate scale on top."""
     if behaviour == "zero":
         return start.clone()
     fake = start + last_update

@@ -1,4 +1,7 @@
-"""SCAFFOLD (Karimireddy et al., ICML 2020): control variates against client drift (§3)."""
+"""SCAFFOLD (Karimireddy et al., ICML 2020): control variates against client drift.
+
+The update rules: docs/algorithms.md#scaffold.
+"""
 
 from typing import Literal
 

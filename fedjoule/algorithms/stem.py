@@ -1,4 +1,4 @@
-"""STEM (Khanduri et al., NeurIPS 2021): two-sided STORM momentum (ALGORITHMS.md §10.2).
+"""STEM (Khanduri et al., NeurIPS 2021): two-sided STORM momentum (docs/algorithms.md#stem).
 
 Clients step along a momentum d updated with two gradients on the same minibatch,
 d <- g(x_k) + (1 - a)(d - g(x_{k-1})); the server averages both x and d.

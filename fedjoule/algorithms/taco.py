@@ -1,9 +1,9 @@
 """TACO (Liu et al., ICDCS 2025): tailored adaptive correction and freeloader detection.
 
-ALGORITHMS.md §6. The paper's equations for alpha (Eq. 7), the aggregation (Eq. 9)
-and the freeloader test (Eq. 10) were not available; the forms here are the
-reconstruction of §6 from the paper's own evidence. Two choices of ours, both checked
-in tests/algorithms: gamma defaults to 0.01 (ALGORITHMS.md's placeholder 0.05 exceeds
+docs/algorithms.md#taco. The paper's equations for alpha (Eq. 7), the aggregation (Eq. 9)
+and the freeloader test (Eq. 10) were not available; the forms here are our
+reconstruction from the paper's own evidence. Two choices of ours, both checked
+in tests/algorithms: gamma defaults to 0.01 (the first placeholder, 0.05, exceeds
 the stability bound K gamma (1 - alpha) < 1 at K = 20 and lifts benign clients' alpha
 to false alarms), and the aggregation weights get a floor of 1/m, because plain
 alpha_i / sum alpha gives an update whose size does not shrink as the clients' updates

@@ -73,13 +73,15 @@ class Link:
 
     Either `gain` (linear power gain including path loss, shadowing and fading) or
     `snr_fixed` (the scenario gave the SNR directly; fading already multiplied in)
-    must be given; `snr_fixed` wins when both are.
+    must be given; `snr_fixed` wins when both are. `fixed_se_bps_per_hz` set: the link
+    sends at that fixed spectral efficiency r (rate b r) whatever its SNR (channel.rate=fixed).
     """
 
     tx_power_w: float
     gain: float | None = None
     noise_psd_w_per_hz: float = NOISE_PSD_W_PER_HZ
     snr_fixed: float | None = None
+    fixed_se_bps_per_hz: float | None = None
 
     def __post_init__(self) -> None:
         if self.gain is None and self.snr_fixed is None:
@@ -94,7 +96,9 @@ class Link:
         return self.tx_power_w * self.gain / (self.noise_psd_w_per_hz * bandwidth_hz)
 
     def rate_bps(self, bandwidth_hz: float) -> float:
-        """Shannon rate over `bandwidth_hz`."""
+        """Shannon rate over `bandwidth_hz`, or b r at a fixed spectral efficiency r."""
+        if self.fixed_se_bps_per_hz is not None:
+            return bandwidth_hz * self.fixed_se_bps_per_hz
         # Shannon, in scalar math: the medium calls this on every join, finish and abort
         return bandwidth_hz * math.log2(1.0 + self.snr(bandwidth_hz))
 

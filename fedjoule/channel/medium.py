@@ -54,14 +54,15 @@ def _check_bits(bits: float) -> float:
 class _Transfer:
     """One transmitter's state on the FDMA medium."""
 
-    __slots__ = ("bits", "link", "remaining_bits", "rate_bps", "done")
+    __slots__ = ("bits", "link", "remaining_bits", "rate_bps", "done", "on_rate")
 
-    def __init__(self, bits: float, link: Link, done: simpy.Event) -> None:
+    def __init__(self, bits: float, link: Link, done: simpy.Event, on_rate=None) -> None:
         self.bits = bits
         self.link = link
         self.remaining_bits = bits
         self.rate_bps = 0.0
         self.done = done
+        self.on_rate = on_rate  # called with the new rate whenever it changes
 
 
 class FdmaMedium:
@@ -93,18 +94,24 @@ class FdmaMedium:
         return self.bandwidth_hz / max(1, len(self._transfers))
 
     def transmit(
-        self, bits: float, link: Link, on_start: Callable[[], None] | None = None
+        self,
+        bits: float,
+        link: Link,
+        on_start: Callable[[], None] | None = None,
+        on_rate: Callable[[float], None] | None = None,
     ) -> Generator[simpy.Event, Any, float]:
         """Send `bits` over `link`; returns the airtime, raises TransmissionAborted.
 
-        `on_start` is called when sending begins (at once: FDMA has no queue)."""
+        `on_start` is called when sending begins (at once: FDMA has no queue), `on_rate`
+        with the transfer's rate at its start and at every change (a measured radio's power
+        depends on it)."""
         bits = _check_bits(bits)
         start_s = self.env.now
         if bits == 0:
             return 0.0
         if on_start is not None:
             on_start()
-        transfer = _Transfer(bits, link, self.env.event())
+        transfer = _Transfer(bits, link, self.env.event(), on_rate)
         self._advance()
         self._transfers.append(transfer)
         self._rearm()
@@ -136,7 +143,10 @@ class FdmaMedium:
         share_hz = self.bandwidth_hz / len(self._transfers)
         next_s = float("inf")
         for transfer in self._transfers:
-            transfer.rate_bps = transfer.link.rate_bps(share_hz)
+            rate_bps = transfer.link.rate_bps(share_hz)
+            if transfer.on_rate is not None and rate_bps != transfer.rate_bps:
+                transfer.on_rate(rate_bps)
+            transfer.rate_bps = rate_bps
             if transfer.rate_bps > 0:
                 next_s = min(next_s, max(0.0, transfer.remaining_bits) / transfer.rate_bps)
         if next_s == float("inf"):
@@ -191,11 +201,16 @@ class _QueuedMedium:
         return len(self._resource.queue)
 
     def transmit(
-        self, bits: float, link: Link, on_start: Callable[[], None] | None = None
+        self,
+        bits: float,
+        link: Link,
+        on_start: Callable[[], None] | None = None,
+        on_rate: Callable[[float], None] | None = None,
     ) -> Generator[simpy.Event, Any, float]:
         """Queue, then send `bits` over `link`; returns the airtime (sending time only).
 
-        `on_start` is called when the client gets its sub-band and starts sending."""
+        `on_start` is called when the client gets its sub-band and starts sending, then
+        `on_rate` with its (constant) rate."""
         bits = _check_bits(bits)
         if bits == 0:
             return 0.0
@@ -208,6 +223,8 @@ class _QueuedMedium:
                 if on_start is not None:
                     on_start()
                 rate_bps = link.rate_bps(self.share_hz)
+                if on_rate is not None:
+                    on_rate(rate_bps)
                 # A zero-rate link holds its sub-band until an interrupt ends it.
                 yield self.env.timeout(bits / rate_bps) if rate_bps > 0 else self.env.event()
             except simpy.Interrupt as interrupt:

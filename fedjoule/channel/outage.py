@@ -1,4 +1,5 @@
-"""Packet error per upload attempt (Rayleigh outage, waterfall) and retransmission counts."""
+"""Packet error per upload attempt (Rayleigh outage, waterfall, fixed-rate fade threshold) and
+retransmission counts."""
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -40,6 +41,18 @@ def attempt_error_probability(section, mean_snr: ArrayLike) -> np.ndarray | floa
     raise FedjouleError(
         f"channel.outage: unknown model {section.outage!r}; allowed: {', '.join(OUTAGE_KINDS)}"
     )
+
+
+def fixed_rate_fails(mean_snr: ArrayLike, fades: ArrayLike, se_bps_per_hz: float) -> np.ndarray:
+    """Which attempts sent at spectral efficiency r fail: log2(1 + SNR |h|^2) < r.
+
+    `mean_snr`: the fading-free SNR on the client's band (broadcasts against `fades`);
+    `fades`: each attempt's fading power |h|^2. No draw: the fade decides (channel.rate=fixed).
+    """
+    # Outage of a slow-fading channel (Tse & Viswanath 2005, sec. 5.4.1):
+    # log2(1 + SNR |h|^2) < r  <=>  SNR |h|^2 < 2^r - 1
+    threshold = rayleigh_target_threshold_snr(se_bps_per_hz)
+    return np.asarray(mean_snr, dtype=float) * np.asarray(fades, dtype=float) < threshold
 
 
 def expected_attempts(q: ArrayLike, max_retx: int) -> np.ndarray | float:

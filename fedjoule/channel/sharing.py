@@ -34,9 +34,13 @@ class UplinkClients:
     snr_fixed: np.ndarray | None
     power_gain_w: np.ndarray | None
     noise_psd_w_per_hz: float
+    fixed_se_bps_per_hz: float | None = None  # channel.rate=fixed: every attempt at b r
 
     def rate_bps(self, clients: np.ndarray, attempts: np.ndarray, share_hz: float) -> np.ndarray:
-        """Shannon rate b log2(1 + SNR(b)) of each client's current attempt on `share_hz`."""
+        """Shannon rate b log2(1 + SNR(b)) of each client's current attempt on `share_hz`
+        (b r at a fixed spectral efficiency r, as link.Link.rate_bps)."""
+        if self.fixed_se_bps_per_hz is not None:
+            return np.full(len(clients), share_hz * self.fixed_se_bps_per_hz)
         if self.snr_fixed is not None:
             snr = self.snr_fixed[clients, attempts]
         else:  # SNR = p gain / (N0 b)
@@ -71,7 +75,7 @@ def _battery_stops(c: UplinkClients, send_start_s: np.ndarray, spent_j: np.ndarr
 
 
 def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkResult:
-    """Processor sharing (WIRELESS.md, fdma): the n clients sending at a moment each get
+    """Processor sharing (docs/models.md#fdma): the n clients sending at a moment each get
     bandwidth_hz / n; a retransmission follows its failed attempt at once. Event by event:
     the next finish (min remaining/rate), join or stop; at each, bits sent are brought up to
     date and the rates recomputed."""

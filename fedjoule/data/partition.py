@@ -32,8 +32,9 @@ def client_sizes(
 ) -> np.ndarray:
     """Per-client sample counts (int64, sum <= n_total, each >= min_size).
 
-    equal: floor(n/N) each, remainder dropped (FedDyn/FedDC). lognormal: ALGORITHMS.md §11.4,
-    sums to n_total. zipf: ALGORITHMS.md §8.4 with exponent zipf_s, sums to n_total.
+    equal: floor(n/N) each, remainder dropped (FedDyn/FedDC). lognormal: FedDyn/FedDC's
+    unbalanced sizes, sums to n_total. zipf: exponent zipf_s over a random rank order, sums
+    to n_total. Formulas: docs/datasets.md#client-sizes.
     """
     if kind not in SIZE_KINDS:
         valid = ", ".join(SIZE_KINDS)
@@ -51,7 +52,7 @@ def client_sizes(
     if kind == "lognormal":
         if sigma < 0:
             raise FedjouleError(f"lognormal size spread sigma must be >= 0; got {sigma}")
-        # FedDyn/FedDC unbalanced sizes (ALGORITHMS.md §11.4)
+        # FedDyn/FedDC unbalanced sizes (docs/datasets.md#client-sizes)
         raw = rng.lognormal(np.log(n_total / n_clients), sigma, n_clients)
         # tiny tolerance so sigma = 0 gives exactly n/N despite rounding in the sum
         sizes = np.floor(n_total * raw / raw.sum() + 1e-9).astype(np.int64)
@@ -62,7 +63,7 @@ def client_sizes(
     else:
         if zipf_s < 0:
             raise FedjouleError(f"zipf exponent must be >= 0; got {zipf_s}")
-        # Zipf sizes over a random rank permutation (ALGORITHMS.md §8.4)
+        # Zipf sizes over a random rank permutation (docs/datasets.md#client-sizes)
         rank = rng.permutation(n_clients) + 1  # rank of client i
         weight = rank.astype(np.float64) ** -zipf_s
         sizes = np.floor(n_total * weight / weight.sum()).astype(np.int64)
@@ -101,7 +102,8 @@ def _running_count(values: np.ndarray, n_values: int) -> np.ndarray:
 def dirichlet_partition(
     labels: np.ndarray, sizes: np.ndarray, concentration: float, rng: np.random.Generator
 ) -> list[np.ndarray]:
-    """Dirichlet label-skew partition with exact client sizes (ALGORITHMS.md §11.3).
+    """Dirichlet label-skew partition with exact client sizes (FedDyn/FedDC DatasetObject;
+    docs/datasets.md#dirichlet-label-skew).
 
     Shuffle; give each client a class prior q_i ~ Dir(concentration * 1_C); until all quotas
     are filled, pick a client uniformly among those with quota left, draw a class from q_i

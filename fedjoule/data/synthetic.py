@@ -45,7 +45,7 @@ def synthetic_logistic(
     *,
     return_params: bool = False,
 ):
-    """FedDyn/FedDC generate_syn_logistic (ALGORITHMS.md §11.2).
+    """FedDyn/FedDC generate_syn_logistic (docs/datasets.md#synthetic-generated-logistic-data).
 
     Client i has n_i = max(1, int(LogNormal(log(avg_samples + 1e-3), size_sigma))) training
     samples x ~ N(mean_x_i, diag(j^-1.2)), y = argmax(x W_i + b_i). alpha and beta are standard
@@ -108,7 +108,7 @@ def synthetic_fedprox(
     rng: np.random.Generator,
     return_params: bool = False,
 ):
-    """FedProx Synthetic(alpha, beta) (ALGORITHMS.md §11.1).
+    """FedProx Synthetic(alpha, beta) (Li et al., MLSys 2020; code litian96/FedProx).
 
     Device k has floor(LogNormal(4, 2)) + 50 samples; u_k ~ N(0, alpha), B_k ~ N(0, beta)
     (standard deviations); v_k entries ~ N(B_k, 1); W_k, b_k entries ~ N(u_k, 1);

@@ -258,7 +258,7 @@ class Diurnal:
 
     def probability(self, time_s: float) -> np.ndarray:
         """Every client's online probability at `time_s`."""
-        # WIRELESS.md, Availability: clip(p + A sin(2 pi (t - phi_k) / 24 h), 0, 1)
+        # docs/models.md#diurnal: clip(p + A sin(2 pi (t - phi_k) / 24 h), 0, 1)
         angle = 2.0 * np.pi * (time_s - self.phase_s) / DAY_S
         return np.clip(self.mean + self.amplitude * np.sin(angle), 0.0, 1.0)
 

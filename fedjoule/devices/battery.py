@@ -12,7 +12,7 @@ def charging_now(availability, client: int, time_s: float) -> bool:
 
 
 def eligible_mask(battery_j: np.ndarray, population, availability, time_s: float) -> np.ndarray:
-    """Above the battery threshold, or below it but charging (WIRELESS.md, Battery)."""
+    """Above the battery threshold, or below it but charging (docs/models.md#battery)."""
     above = battery_j > population.battery_threshold_j
     if getattr(availability, "charging", None) is None:
         return above

@@ -11,7 +11,8 @@ def cycles_per_sample(
     forward_flops_per_sample: ArrayLike, flops_per_cycle: float = 4.0
 ) -> np.ndarray | float:
     """CPU cycles to train one sample: c = 3 * forward FLOPs / FLOPs per cycle."""
-    # WIRELESS.md: c derived from the model rather than a fixed literature constant
+    # c derived from the model rather than a fixed literature constant
+    # (docs/models.md#cycles-per-sample)
     forward = np.asarray(forward_flops_per_sample, dtype=float)
     return TRAINING_FLOPS_PER_FORWARD_FLOP * forward / flops_per_cycle
 
@@ -55,3 +56,74 @@ def accelerator_step_energy_j(
 ) -> np.ndarray | float:
     """Energy of one local step on an accelerator: P_active * t_step."""
     return np.asarray(active_power_w, dtype=float) * np.asarray(step_time_s, dtype=float)
+
+
+# Measured compute models (issue 12): closed forms over a measured figure instead of the
+# DVFS constant kappa. The training FLOPs of a step are 3 x forward FLOPs x batch, as above.
+
+
+def efficiency_step_time_s(
+    forward_flops_per_sample: ArrayLike, batch_size: ArrayLike, flops_per_s: ArrayLike
+) -> np.ndarray | float:
+    """Time of one local step at a measured training throughput: 3 * F * B / (FLOP/s)."""
+    step_flops = (
+        TRAINING_FLOPS_PER_FORWARD_FLOP
+        * np.asarray(forward_flops_per_sample, dtype=float)
+        * np.asarray(batch_size, dtype=float)
+    )
+    return step_flops / np.asarray(flops_per_s, dtype=float)
+
+
+def efficiency_step_energy_j(
+    forward_flops_per_sample: ArrayLike, batch_size: ArrayLike, flops_per_joule: ArrayLike
+) -> np.ndarray | float:
+    """Energy of one local step at a measured training efficiency: 3 * F * B / (FLOP/J).
+
+    The energy per FLOP is the device's measured figure, so it does not depend on how
+    fast a particular client runs (a slower client at the same FLOP/J draws less power)."""
+    step_flops = (
+        TRAINING_FLOPS_PER_FORWARD_FLOP
+        * np.asarray(forward_flops_per_sample, dtype=float)
+        * np.asarray(batch_size, dtype=float)
+    )
+    return step_flops / np.asarray(flops_per_joule, dtype=float)
+
+
+def measured_step_time_s(
+    forward_flops_per_sample: ArrayLike,
+    batch_size: ArrayLike,
+    reference_seconds_per_sample: ArrayLike,
+    reference_flops_per_sample: ArrayLike,
+) -> np.ndarray | float:
+    """Time of one local step scaled from a measured reference model:
+    t = s_ref * (F / F_ref) * B.
+
+    s_ref is the measured training time per sample (forward and backward) of a reference
+    model whose forward pass costs F_ref FLOPs per sample (e.g. ResNet-18 at 224x224); a
+    model of F forward FLOPs takes F / F_ref as long per sample, as FedScale scales its
+    device traces' per-sample latency (Lai et al., ICML 2022)."""
+    ratio = np.asarray(forward_flops_per_sample, dtype=float) / np.asarray(
+        reference_flops_per_sample, dtype=float
+    )
+    return (
+        np.asarray(reference_seconds_per_sample, dtype=float)
+        * ratio
+        * np.asarray(batch_size, dtype=float)
+    )
+
+
+def measured_step_energy_j(
+    step_time_s: ArrayLike, measured_power_w: ArrayLike
+) -> np.ndarray | float:
+    """Energy of one local step of the measured model: P_measured * t_step."""
+    return np.asarray(measured_power_w, dtype=float) * np.asarray(step_time_s, dtype=float)
+
+
+def lognormal_spread(gen: np.random.Generator, n: int, sigma: float) -> np.ndarray:
+    """n per-client slowdown factors exp(sigma * z), z ~ N(0, 1): median 1, so a profile's
+    measured figure is the median device. FedScale's get_completion_time_lognormal draws
+    client speed from a log-normal with sigma ("tail_skew") 0.6, after the PAPAYA and GFL
+    papers (its docstring). sigma = 0 gives ones and draws nothing."""
+    if sigma <= 0:
+        return np.ones(n)
+    return np.exp(sigma * gen.standard_normal(n))

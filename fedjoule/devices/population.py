@@ -12,6 +12,10 @@ from fedjoule.devices.compute import (
     cpu_step_energy_j,
     cpu_step_time_s,
     cycles_per_sample,
+    efficiency_step_energy_j,
+    efficiency_step_time_s,
+    measured_step_energy_j,
+    measured_step_time_s,
 )
 
 
@@ -28,6 +32,9 @@ class Population:
     battery_initial_j: np.ndarray
     battery_threshold_j: np.ndarray
     charge_power_w: np.ndarray | None = None
+    # per-client step-time factor of the efficiency and measured compute kinds (1: as
+    # measured); None: all ones
+    compute_slowdown: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -72,13 +79,25 @@ def sample_population(section, seed: int) -> Population:
         battery_initial_j=capacity * charge,
         battery_threshold_j=capacity * per_client([c.battery_threshold for c in classes]),
         charge_power_w=per_client([c.charge_power_w for c in classes]),
+        compute_slowdown=compute_slowdown(classes, class_index, seed),
     )
+
+
+def compute_slowdown(classes, class_index: np.ndarray, seed: int) -> np.ndarray | None:
+    """Each client's log-normal step-time factor (DeviceClass.compute_spread_sigma), from
+    its own random stream so that scenarios without a spread draw exactly as before;
+    None when no class has a spread."""
+    sigmas = [c.compute_spread_sigma if c.compute != "cpu" else 0.0 for c in classes]
+    if not any(s > 0 for s in sigmas):
+        return None
+    z = rng.stream(seed, "compute_spread").standard_normal(len(class_index))
+    return np.exp(np.asarray(sigmas, dtype=float)[class_index] * z)  # as lognormal_spread
 
 
 def step_costs(
     section, population: Population, forward_flops: float, batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Time (s) and energy (J) of one local step of every client (WIRELESS.md, Devices)."""
+    """Time (s) and energy (J) of one local step of every client (docs/models.md#compute-energy)."""
     time_s = np.empty(population.size)
     energy_j = np.empty(population.size)
     for index, cls in enumerate(section.device_classes):
@@ -88,10 +107,30 @@ def step_costs(
             freq = population.cpu_freq_hz[rows]
             time_s[rows] = cpu_step_time_s(cycles, batch_size, freq)
             energy_j[rows] = cpu_step_energy_j(cycles, batch_size, freq, cls.kappa)
-        else:
+        elif cls.compute == "accelerator":
             step = accelerator_step_time_s(
                 forward_flops, batch_size, cls.peak_flops, cls.efficiency
             )
             time_s[rows] = step
             energy_j[rows] = accelerator_step_energy_j(step, cls.active_power_w)
+        else:  # measured figures, each client's step time spread log-normally
+            slowdown = (
+                1.0 if population.compute_slowdown is None else population.compute_slowdown[rows]
+            )
+            if cls.compute == "efficiency":
+                time_s[rows] = slowdown * efficiency_step_time_s(
+                    forward_flops, batch_size, cls.flops_per_s
+                )
+                energy_j[rows] = efficiency_step_energy_j(
+                    forward_flops, batch_size, cls.flops_per_joule
+                )
+            else:
+                step = slowdown * measured_step_time_s(
+                    forward_flops,
+                    batch_size,
+                    cls.reference_seconds_per_sample,
+                    cls.reference_flops_per_sample,
+                )
+                time_s[rows] = step
+                energy_j[rows] = measured_step_energy_j(step, cls.measured_power_w)
     return time_s, energy_j

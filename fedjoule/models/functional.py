@@ -106,7 +106,7 @@ class FlatModel:
 
     def loss(self, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean training loss of a minibatch (cross-entropy unless the factory gave its own;
-        ALGORITHMS.md §0.1), for a model without running statistics."""
+        docs/algorithms.md#the-local-step), for a model without running statistics."""
         set_mode(self.module, training=True)
         return self.objective(functional_call(self.module, self.unflatten(flat), (x,)), y)
 

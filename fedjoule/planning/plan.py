@@ -1,5 +1,5 @@
 """`fedjoule plan`: the energy-optimal number of local steps K* over a grid of SNR and
-uplink bandwidth (WIRELESS.md, "Energy to target and the optimal K"; DRDM paper, Fig. 4).
+uplink bandwidth (docs/models.md#energy-to-target-and-the-optimal-k; DRDM paper, Fig. 4).
 
 For every K and channel cell (snr_db, uplink_bandwidth_hz): R(K), the rounds to the
 scenario's target; E_total(K), the ledger's energy over those rounds (K E_step + E_tx +
@@ -12,6 +12,11 @@ sets on the SimPy system engine with the cell's channel (planning/replay.py). A 
 that sees the channel change who takes part anyway (a battery reaching its threshold)
 hands its (K, cell) to a learning run of its own. Otherwise every (K, cell) is its own
 learning run. Learning runs go through the sweep machinery (planning/sweep.py).
+
+Break-even view (planning/breakeven.py). With repricing valid, K* depends on the channel
+only through x = (E_tx + E_rx) per round / E_compute per local step (plan.csv's `x`):
+K*(x) = argmin_K R(K) (K + x), a staircase whose ranges go to plan.json's `breakeven`
+and kstar_breakeven.png; skipped, with the reason, when repricing is not valid.
 """
 
 import copy
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
+from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import SweepOptions, run_sweep
 from fedjoule.report.results import write_json
@@ -32,6 +38,7 @@ from fedjoule.scenarios.schema import Scenario
 
 PLAN_CSV, PLAN_JSON = "plan.csv", "plan.json"
 HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
+BREAKEVEN_PNG = "kstar_breakeven.png"
 REPRICE, PER_CELL = "reprice", "per-cell"
 TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
 COLUMNS = (
@@ -47,6 +54,7 @@ COLUMNS = (
     "time_to_target_s",
     "is_best",
     "priced_by",
+    "x",  # the cell's communication energy per round / energy per local step (breakeven.py)
 )
 
 Cell = tuple[float, float]  # (snr_db, bandwidth_hz)
@@ -134,6 +142,9 @@ class PlanOptions:
         return list(dict.fromkeys([(s[0], b[0]), (s[0], b[-1]), (s[-1], b[0]), (s[-1], b[-1])]))
 
 
+REPRICED = ("radiated", "linear")  # radio models whose energy repricing scales exactly
+
+
 def reprice_blockers(scenario: Scenario) -> list[str]:
     """Why the channel could change who takes part (empty: one learning run per K prices
     the grid). The rule: nothing that depends on the channel decides selection, arrival
@@ -147,6 +158,20 @@ def reprice_blockers(scenario: Scenario) -> list[str]:
         reasons.append(
             f"channel.outage={channel.outage}: packet errors depend on the SNR, so who "
             "arrives depends on the channel"
+        )
+    stateful = sorted(
+        {c.name for c in scenario.population.device_classes if c.radio.model not in REPRICED}
+    )
+    if stateful:
+        reasons.append(
+            f"device classes {', '.join(stateful)}: their radios' promotion and tail "
+            "energy depends on the timing of transfers, which the channel changes (the "
+            "repricing covers the radiated and linear radio models)"
+        )
+    if channel.rate == "fixed":
+        reasons.append(
+            "channel.rate=fixed: a transmission fails when its fade is below the rate's SNR "
+            "threshold, so who arrives depends on the channel"
         )
     if round_.deadline_s is not None:
         reasons.append(
@@ -174,6 +199,7 @@ class PlanResult:
     reason: str
     best: list[dict]  # one entry per cell: K* and its E_total (None: no K reaches)
     wall_time_s: float
+    breakeven: dict = field(default_factory=dict)  # plan.json's: staircase, or why skipped
 
 
 def cell_sets(cell: Cell) -> list[str]:
@@ -305,13 +331,48 @@ def run_plan(
 
     table = [rows[k, cell] for cell in options.cells for k in options.k_values]
     best = mark_best(table, options.cells)
+    for cell in options.cells:
+        mine = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell]
+        x = cell_x(mine)
+        for r in mine:
+            r["x"] = x
     write_table(out / PLAN_CSV, table)
-    from fedjoule.planning.plan_plots import plot_energy_vs_k, plot_kstar_heatmap
+    from fedjoule.planning.plan_plots import (
+        plot_energy_vs_k,
+        plot_kstar_breakeven,
+        plot_kstar_heatmap,
+    )
 
     plot_kstar_heatmap(
         out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
     )
     plot_energy_vs_k(out / ENERGY_PNG, table, plot_cells, base)
+    # R(K) at the anchor cell (the learning runs' cell when repricing): with repricing valid
+    # it is every cell's, and K* depends on the channel only through x
+    anchor = (options.snr_db[-1], options.bandwidth_hz[-1])
+    rounds_by_k = {k: rows[k, anchor]["rounds_to_target"] for k in options.k_values}
+    if blockers:
+        breakeven = {
+            "skipped": f"repricing is not valid ({'; '.join(blockers)}): R(K) can depend on "
+            f"the cell, so K* is not a function of x alone; {BREAKEVEN_PNG} not written"
+        }
+    elif all(r is None for r in rounds_by_k.values()):
+        breakeven = {"skipped": f"no K reaches the target; {BREAKEVEN_PNG} not written"}
+    else:
+        breakeven = plan_breakeven(table, best, rounds_by_k, BREAKEVEN_PNG)
+        plot_kstar_breakeven(
+            out / BREAKEVEN_PNG,
+            {k: r for k, r in rounds_by_k.items() if r is not None},
+            breakpoints(rounds_by_k),
+            breakeven["cells"],
+            options.snr_db,
+            options.bandwidth_hz,
+            base,
+        )
+        for note in breakeven["off_staircase"]:
+            say(f"break-even: off the staircase: {note}")
+    if "skipped" in breakeven:
+        say(f"break-even view skipped: {breakeven['skipped']}")
     wall = time.perf_counter() - tic
     write_json(
         out / PLAN_JSON,
@@ -335,10 +396,11 @@ def run_plan(
             "learning": learning,
             "plot_cells": [{"snr_db": s, "bandwidth_hz": b} for s, b in plot_cells],
             "best": best,
+            "breakeven": breakeven,
             "wall_time_s": wall,
         },
     )
-    return PlanResult(out, table, method, reason, best, wall)
+    return PlanResult(out, table, method, reason, best, wall, breakeven)
 
 
 def _check_anchor(k: int, priced, summary: dict) -> None:

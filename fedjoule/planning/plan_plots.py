@@ -1,4 +1,5 @@
-"""The plan's figures: K* over SNR x bandwidth (E_total annotated) and E_total against K."""
+"""The plan's figures: K* over SNR x bandwidth (E_total annotated), E_total against K and
+the break-even staircase K*(x)."""
 
 import math
 from pathlib import Path
@@ -88,6 +89,111 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
     ax.set_title(f"{scenario.name}: energy to {_target(scenario)} (K* circled)", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+BANDWIDTH_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+
+
+def plot_kstar_breakeven(
+    path: Path, rounds_by_k: dict, segments: list, cells: list[dict], snrs, bandwidths, scenario
+) -> Path:
+    """K*(x) = argmin_K R(K)(K + x) as a staircase over x (log), from `segments`
+    (breakeven.breakpoints of `rounds_by_k`: (x_low, x_high, K)), a decade beyond the
+    cells and breakpoints on each side; every cell ({snr_db, bandwidth_hz, x, K_star}) a
+    marker at its x and its K* from the energies: colour SNR, shape bandwidth."""
+    placed = [c for c in cells if c["x"] is not None and c["K_star"] is not None and c["x"] > 0]
+    inner = [hi for _, hi, _ in segments[:-1] if hi > 0]
+    span = [c["x"] for c in placed] + inner
+    lo, hi = (min(span) / 10, max(span) * 10) if span else (1e-2, 1e2)
+    fig, ax = plt.subplots(figsize=(8.4, 4.6))
+    edges, levels = [lo], []
+    for x_low, x_high, k in segments:
+        if x_high <= lo or x_low >= hi:
+            continue
+        levels.append(k)
+        edges.append(min(x_high, hi))
+    ax.stairs(
+        levels,
+        edges,
+        baseline=None,
+        color="black",
+        lw=1.8,
+        zorder=2,
+        label="K*(x) = argmin$_K$ R(K)(K + x)",
+    )
+    for x_low, k in zip(edges[:-1], levels, strict=True):
+        text = f"K*={k} (R={rounds_by_k[k]})"
+        ax.text(x_low * 1.15, k * 1.2, text, ha="left", va="bottom", fontsize=8)
+    for x in edges[1:-1]:
+        ax.axvline(x, color="grey", ls=":", lw=1, zorder=1)
+        ax.annotate(
+            f"x = {x:.3g}",
+            (x, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -3),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=7,
+            color="dimgrey",
+        )
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(snrs), 1)))
+    snr_index = {s: i for i, s in enumerate(sorted(snrs))}
+    bw_index = {b: j for j, b in enumerate(sorted(bandwidths))}
+    for c in placed:
+        ax.plot(
+            c["x"],
+            c["K_star"],
+            BANDWIDTH_MARKERS[bw_index[c["bandwidth_hz"]] % 10],
+            ms=8,
+            mfc=colours[snr_index[c["snr_db"]]],
+            mec="black",
+            mew=0.6,
+            ls="none",
+            zorder=3,
+            alpha=0.9,
+        )
+    handles, labels = ax.get_legend_handles_labels()
+    for s in sorted(snrs):
+        handles.append(
+            plt.Line2D(
+                [], [], marker="o", ls="none", mfc=colours[snr_index[s]], mec="black", mew=0.6, ms=7
+            )
+        )
+        labels.append(f"SNR {s:g} dB")
+    for b in sorted(bandwidths):
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                marker=BANDWIDTH_MARKERS[bw_index[b] % 10],
+                ls="none",
+                mfc="white",
+                mec="black",
+                ms=7,
+            )
+        )
+        labels.append(f"bandwidth {_hz(b)}")
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    shown = sorted(rounds_by_k)
+    ax.set_ylim(min(shown) / 1.6, max(shown) * 1.8)
+    ax.set_yticks(shown, [str(k) for k in shown])
+    ax.yaxis.set_minor_locator(plt.NullLocator())
+    ax.set_xlabel("x = (E_tx + E_rx) per round / E_compute per local step  (J/J, dimensionless)")
+    ax.set_ylabel("K* (local steps, log scale)")
+    ax.set_title(
+        f"{scenario.name}: break-even K* to {_target(scenario)}\n"
+        "line: K* from R(K) alone; markers: the grid's cells at their x and K*",
+        fontsize=9,
+    )
+    ax.grid(True, which="major", axis="x", alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -21,6 +21,16 @@ COLOURS = {
     "uplink_aborted": "#8c564b",
     "backhaul_up": "#9467bd",
     "waiting": "#f2f2f2",
+    "promotion": "#e377c2",
+    "tail": "#bcbd22",
+    "idle": "#17becf",
+}
+# the radio states (simulator/radio_states.py); tail and idle run beside the computation,
+# so they are drawn as a thin bar under the row
+RADIO_LABELS = {
+    "promotion": "radio promotion",
+    "tail": "radio tail (connected, no data)",
+    "idle": "radio idle",
 }
 LABELS = {
     "downlink": "download",
@@ -35,10 +45,18 @@ LABELS = {
 
 
 def event_dicts(round_index: int, records) -> list[dict]:
-    """One dict per transfer or computation of the round's clients, in time order."""
+    """One dict per transfer or computation of the round's clients, in time order.
+
+    Upload attempts (kind uplink, uplink_aborted) also carry `fade`, the attempt's fading
+    power |h|^2; an `uplink` with ok false is a failed attempt (packet error, or with
+    channel.rate=fixed a fade below (2^r - 1)/SNR)."""
     events = []
     for rec in records:
+        fades = getattr(rec, "uplink_fades", None)
         for kind, start_s, end_s, energy_j, bits, attempt, ok in rec.spans:
+            extra = {}
+            if fades is not None and attempt is not None and kind in ("uplink", "uplink_aborted"):
+                extra["fade"] = fades[attempt]
             events.append(
                 {
                     "round": round_index,
@@ -52,6 +70,7 @@ def event_dicts(round_index: int, records) -> list[dict]:
                     "attempt": attempt,
                     "ok": bool(ok),
                     "outcome": rec.outcome,
+                    **extra,
                 }
             )
     events.sort(key=lambda e: (e["start_s"], e["client"]))
@@ -72,6 +91,10 @@ def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = Non
         last = start
         for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
             key = "uplink_failed" if kind == "uplink" and not ok else kind
+            if kind in ("tail", "idle"):
+                t0 = max(t0, start)  # a tail from an earlier round: its part in this one
+                ax.barh(y + 0.3, t1 - t0, left=t0 - start, color=COLOURS[key], height=0.15)
+                continue
             ax.barh(y, t1 - t0, left=t0 - start, color=COLOURS[key], height=0.7)
             last = max(last, t1)
         if end > last:
@@ -90,8 +113,10 @@ def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = Non
         f"round {int(row['round'])}: {int(row['arrived'])} of {int(row['selected'])} arrived, "
         f"{end - start:.3g} s"
     )
+    kinds = {span[0] for rec in records for span in rec.spans}
+    labels = {**LABELS, **{k: v for k, v in RADIO_LABELS.items() if k in kinds}}
     ax.legend(
-        handles=[Patch(color=COLOURS[k], label=v) for k, v in LABELS.items()],
+        handles=[Patch(color=COLOURS[k], label=v) for k, v in labels.items()],
         fontsize=7,
         loc="lower right",
     )

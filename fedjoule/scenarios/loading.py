@@ -475,6 +475,9 @@ def cross_field_problems(raw: dict, bad: set[tuple], failed: set[tuple]) -> list
     problems: list[Problem] = []
 
     def visit(model, data: dict, loc: tuple) -> None:
+        merge = getattr(model, "raw_with_profile", None)  # a device class's profile
+        if merge is not None:
+            data = merge(data)
         view = _RawView(model, data, loc, bad, failed)
         for check in model.cross_checks:
             try:

@@ -31,6 +31,7 @@ from pydantic_core import PydanticCustomError
 
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection
+from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError, load_spec, plugin_dirs
 
 # Upper bounds (see each field's description for why).
@@ -81,7 +82,7 @@ class Invalid(Exception):  # noqa: N818 - a signal, not an error
 
 
 class SyntheticData(Section):
-    """The FedDyn/FedDC synthetic logistic generator (ALGORITHMS.md §11.2)."""
+    """The FedDyn/FedDC synthetic logistic generator (docs/datasets.md)."""
 
     dim: Int = Field(
         30, ge=1, le=100_000, description="Feature dimension d (at most 100,000 per sample)."
@@ -227,8 +228,8 @@ class DatasetSection(Section):
     )
     partition: Literal["iid", "dirichlet", "shards", "natural"] = Field(
         "iid",
-        description="Label split: iid, dirichlet label skew (§11.3), shards (2 labels per "
-        "client), or natural (the dataset's own client of each sample: a custom factory's "
+        description="Label split: iid, dirichlet label skew (docs/datasets.md), shards (2 labels "
+        "per client), or natural (the dataset's own client of each sample: a custom factory's "
         "client ids, text speakers or chunks). Ignored for synthetic, whose data is "
         "generated per client.",
     )
@@ -237,7 +238,9 @@ class DatasetSection(Section):
     )
     shards_per_client: Int = Field(2, ge=1, le=1_000, description="Shards per client for `shards`.")
     sizes: Literal["equal", "lognormal", "zipf"] = Field(
-        "equal", description="Client dataset sizes: equal, lognormal (§11.4) or zipf (§8.4)."
+        "equal",
+        description="Client dataset sizes: equal, lognormal or zipf "
+        "(docs/datasets.md#client-sizes).",
     )
     size_sigma: float = Field(0.3, ge=0, le=10, description="Log-normal sigma for sizes=lognormal.")
     zipf_s: float = Field(
@@ -502,6 +505,42 @@ def _charge_range(v) -> Iterator[tuple[str, str]]:
         )
 
 
+COMPUTE_FIGURES = {
+    "efficiency": ("flops_per_s", "flops_per_joule"),
+    "measured": ("reference_seconds_per_sample", "reference_flops_per_sample", "measured_power_w"),
+}
+
+
+def _compute_figures(v) -> Iterator[tuple[str, str]]:
+    missing = [name for name in COMPUTE_FIGURES.get(v.compute, ()) if getattr(v, name) is None]
+    if missing:
+        yield (
+            "compute",
+            f"compute: {v.compute} needs {', '.join(missing)} (or a profile that sets them; "
+            "`fedjoule profiles`)",
+        )
+
+
+def raw_with_profile(data, strict: bool):
+    """A raw device class with its profile's values merged under its own fields
+    (fedjoule.devices.library.merged_class). strict: an unknown profile is an error
+    listing the available ones; otherwise the class is returned unchanged."""
+    from fedjoule.devices.library import merged_class, unknown_profile_message
+
+    if not isinstance(data, dict) or not isinstance(data.get("profile"), str):
+        return data
+    try:
+        return merged_class(data)
+    except FedjouleError:
+        if strict:
+            raise PydanticCustomError(
+                "unknown_profile",
+                "{message}",
+                {"message": unknown_profile_message(data["profile"])},
+            ) from None
+        return data
+
+
 DB = Annotated[float, Field(ge=-MAX_DB, le=MAX_DB)]
 
 
@@ -517,13 +556,77 @@ def _at_least_1_hz(value: float) -> float:
 Bandwidth = Annotated[float, Field(gt=0, le=1e12), AfterValidator(_at_least_1_hz)]
 
 
+OptionalPower = Annotated[float | None, Field(ge=0, le=1e6)]
+OptionalTime = Annotated[float | None, Field(ge=0, le=MAX_TIME_S)]
+
+
+class RadioSection(Section):
+    """How the device's radio turns time and bits into energy. Every parameter left out
+    (null) takes the model's measured default (fedjoule/devices/radio.py and
+    docs/models.md#measured-radio-models, with sources)."""
+
+    model: Literal["radiated", "linear", "lte", "wifi", "nbiot"] = Field(
+        "radiated",
+        description="radiated: transmit energy = radiated power x airtime, receive at "
+        "rx_power_w (the wireless-FL theory papers' model); linear: P_tx / pa_efficiency + "
+        "circuit_power_w; lte, wifi, nbiot: measured power = per-Mbit/s slope x throughput + "
+        "base power, with promotion and tail states.",
+    )
+    pa_efficiency: float | None = Field(
+        None, gt=0, le=1, description="linear: power-amplifier drain efficiency eta."
+    )
+    circuit_power_w: OptionalPower = Field(
+        None, description="linear: transmit circuit power beside the amplifier (W)."
+    )
+    uplink_w_per_mbps: OptionalPower = Field(
+        None, description="lte/wifi/nbiot: uplink power per Mbit/s of throughput (W)."
+    )
+    downlink_w_per_mbps: OptionalPower = Field(
+        None, description="lte/wifi/nbiot: downlink power per Mbit/s of throughput (W)."
+    )
+    base_power_w: OptionalPower = Field(
+        None,
+        description="lte/wifi/nbiot: power while receiving (and, for lte and wifi, "
+        "transmitting) before the throughput term (W).",
+    )
+    uplink_base_power_w: OptionalPower = Field(
+        None,
+        description="lte/wifi/nbiot: power while transmitting before the throughput term "
+        "(W); null: base_power_w (lte, wifi) or the model's transmit power (nbiot).",
+    )
+    promotion_s: OptionalTime = Field(
+        None, description="Time to connect from idle before the first transfer (s)."
+    )
+    promotion_power_w: OptionalPower = Field(None, description="Power while connecting (W).")
+    tail_s: OptionalTime = Field(
+        None, description="Time the radio stays connected after the last transfer (s)."
+    )
+    tail_power_w: OptionalPower = Field(None, description="Power during the tail (W).")
+    idle_power_w: OptionalPower = Field(
+        None,
+        description="Power of the idle radio (after its tail), counted only while the device "
+        "takes part in a round, from the end of its download to the start of its upload "
+        "(W; energy_idle_j).",
+    )
+
+
 class DeviceClass(Section):
-    """One kind of edge device and its share of the population (WIRELESS.md, Devices)."""
+    """One kind of edge device and its share of the population (docs/models.md#devices)."""
 
     name: str = Field("phone", min_length=1, max_length=100, description="Label used in outputs.")
     share: float = Field(1.0, gt=0, le=1, description="Fraction of the population.")
-    compute: Literal["cpu", "accelerator"] = Field(
-        "cpu", description="cpu: DVFS model; accelerator: FLOP/s model."
+    profile: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="A device profile of the library (`fedjoule profiles`): its measured "
+        "values, each with its source, fill every field this class does not set.",
+    )
+    compute: Literal["cpu", "accelerator", "efficiency", "measured"] = Field(
+        "cpu",
+        description="cpu: DVFS model; accelerator: FLOP/s model; efficiency: measured FLOP "
+        "per joule and FLOP/s; measured: seconds per sample of a reference model and active "
+        "power, scaled by FLOPs.",
     )
     cpu_freq_min_hz: float = Field(
         1.0e9, ge=1, le=1e12, description="CPU frequency range, low end (Hz)."
@@ -545,6 +648,51 @@ class DeviceClass(Section):
     active_power_w: float = Field(
         7.5, gt=0, le=1e6, description="Accelerator power while training (W)."
     )
+    flops_per_s: float | None = Field(
+        None,
+        gt=0,
+        le=1e18,
+        description="efficiency: measured training throughput (FLOP/s); step time = 3 x "
+        "forward FLOPs x batch / this.",
+    )
+    flops_per_joule: float | None = Field(
+        None,
+        gt=0,
+        le=1e15,
+        description="efficiency: measured training FLOPs per joule; step energy = 3 x "
+        "forward FLOPs x batch / this.",
+    )
+    reference_seconds_per_sample: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TIME_S,
+        description="measured: training time per sample (forward and backward) of the "
+        "reference model on this device (s); step time = this x forward FLOPs / "
+        "reference_flops_per_sample x batch.",
+    )
+    reference_flops_per_sample: float | None = Field(
+        None,
+        gt=0,
+        le=1e18,
+        description="measured: forward FLOPs per sample of the reference model, counted as "
+        "fedjoule counts a model's (ResNet-18 at 224x224: 3.64e9).",
+    )
+    measured_power_w: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="measured: device power while training (W); step energy = this x step time.",
+    )
+    compute_spread_sigma: float = Field(
+        0.0,
+        ge=0,
+        le=5,
+        description="efficiency, measured: per-client log-normal spread of step time, "
+        "exp(sigma z) with z ~ N(0, 1) (median 1: the measured figure is the median "
+        "device); measured energy scales with the time, efficiency energy does not (the "
+        "FLOP per joule is the device's). 0: every client as measured. The cpu kind "
+        "spreads by its CPU frequency range instead.",
+    )
     tx_power_dbm: DB = Field(
         23.0, description="Uplink transmit power (dBm; a phone sends at most about 23 dBm)."
     )
@@ -561,12 +709,25 @@ class DeviceClass(Section):
         le=1e6,
         description="Charging power while plugged in (W; diurnal availability).",
     )
+    radio: RadioSection = Field(default_factory=RadioSection)
 
-    cross_checks = (_cpu_range, _charge_range)
+    cross_checks = (_cpu_range, _charge_range, _compute_figures)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_profile(cls, data):
+        """A named profile's values fill every field the class does not set."""
+        return raw_with_profile(data, strict=True)
+
+    @staticmethod
+    def raw_with_profile(data):
+        """The raw class with its profile merged in (for the cross-field checks of a
+        partly invalid file); unchanged when it names no usable profile."""
+        return raw_with_profile(data, strict=False)
 
 
 class FreeloaderSection(Section):
-    """Clients that do not train but upload a fabricated update (WIRELESS.md, Freeloaders)."""
+    """Clients that do not train but upload a fabricated update (docs/algorithms.md#freeloaders)."""
 
     fraction: float = Field(0.0, ge=0, lt=1, description="Fraction of the N clients.")
     behaviour: Literal["zero", "replay", "noisy"] = Field(
@@ -620,8 +781,33 @@ def _radius(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _rate(v) -> Iterator[tuple[str, str]]:
+    se = v.spectral_efficiency_bits_per_hz
+    if v.rate == "fixed" and se is None:
+        yield (
+            "spectral_efficiency_bits_per_hz",
+            "rate=fixed needs spectral_efficiency_bits_per_hz (the fixed rate r in "
+            "bit/s/Hz, e.g. 1.0)",
+        )
+    if v.rate == "adaptive" and se is not None:
+        yield (
+            "spectral_efficiency_bits_per_hz",
+            f"spectral_efficiency_bits_per_hz={se:g} is only used with rate=fixed (with "
+            "rate=adaptive each transmission is sent at its Shannon rate); set rate=fixed "
+            "or remove it",
+        )
+    if v.rate == "fixed" and v.outage != "none":
+        yield (
+            "outage",
+            f"outage={v.outage} with rate=fixed: a fixed-rate attempt already fails exactly "
+            "when its fade is too deep (log2(1 + SNR |h|^2) < r), so a second, independent "
+            "packet-error draw would count the fading twice; use outage=none with "
+            "rate=fixed, or rate=adaptive with an outage model",
+        )
+
+
 class ChannelSection(Section):
-    """The wireless links between clients and the base station (WIRELESS.md, Channel)."""
+    """The wireless links between clients and the base station (docs/models.md#channel)."""
 
     snr_db: DB | None = Field(
         None,
@@ -645,7 +831,11 @@ class ChannelSection(Section):
     access: Literal["fdma", "tdma", "ofdma"] = Field(
         "fdma",
         description="Uplink sharing: fdma (equal split among those sending, processor "
-        "sharing), tdma (one at a time), ofdma (resource_blocks blocks).",
+        "sharing), tdma (one at a time), ofdma (resource_blocks blocks). clients.csv's "
+        "mean_uplink_snr_db, p G/(N0 b), is on the band b a client gets: fdma B/m with m = "
+        "ceil(round.overcommit x training.clients_per_round) clients selected (at most the "
+        "population), tdma B (the whole band in its own slot), ofdma B/R (one resource "
+        "block); with a fixed snr_db it is snr_db.",
     )
     resource_blocks: Int = Field(
         10, ge=1, le=10_000, description="OFDMA resource blocks R (LTE: up to 100)."
@@ -678,10 +868,14 @@ class ChannelSection(Section):
     )
     outage: Literal["none", "rayleigh", "waterfall"] = Field(
         "none",
-        description="Packet error per upload attempt, independent per attempt, from the "
-        "fading-free SNR on the client's nominal bandwidth (B/m fdma, B tdma, B/R ofdma): "
-        "rayleigh: q = 1 - exp(-(2^R - 1)/SNR) at the target spectral efficiency R; "
-        "waterfall: q = 1 - exp(-m/SNR) = 1 - exp(-m N0 b/(p gain)) (Chen et al., TWC 2021).",
+        description="Packet error per upload attempt with rate=adaptive, drawn independently "
+        "per attempt (and independently of the fade that sets the attempt's airtime), from "
+        "the fading-free SNR on the client's nominal bandwidth (B/m fdma, B tdma, B/R ofdma): "
+        "rayleigh: q = 1 - exp(-(2^R - 1)/SNR), the Rayleigh outage probability at the "
+        "target spectral efficiency R, as an abstract error rate; "
+        "waterfall: q = 1 - exp(-m/SNR) = 1 - exp(-m N0 b/(p gain)), Chen et al.'s "
+        "packet-error model (IEEE TWC 2021, eq. 4, without interference). With rate=fixed "
+        "the fade itself decides each failure, so outage must be none.",
     )
     outage_target_se_bps_per_hz: float = Field(
         1.0,
@@ -694,6 +888,30 @@ class ChannelSection(Section):
         gt=0,
         le=1e6,
         description="Waterfall threshold m (linear; Chen et al. use 0.023).",
+    )
+    rate: Literal["adaptive", "fixed"] = Field(
+        "adaptive",
+        description="Uplink rate of each transmission (upload attempt). adaptive: the rate "
+        "follows the attempt's fade, b log2(1 + SNR |h|^2) on its band b (Shannon; the "
+        "transmitter knows the channel, Goldsmith, Wireless Communications, 2005, ch. 4.2.4), "
+        "so fading alone never makes an attempt fail; packet errors come only from the "
+        "`outage` model. fixed: every attempt is sent at spectral_efficiency_bits_per_hz r, "
+        "rate b r, airtime S/(b r), and fails exactly when log2(1 + SNR |h|^2) < r for its "
+        "own fade |h|^2 (outage of a slow-fading channel, Tse and Viswanath, Fundamentals of "
+        "Wireless Communication, 2005, ch. 5.4.1; under Rayleigh fading the failure "
+        "probability is 1 - exp(-(2^r - 1)/SNR)), SNR being the fading-free mean SNR on the "
+        "client's nominal band (B/m fdma, B tdma, B/R ofdma); a failed attempt is "
+        "retransmitted (max_retx; fading_per=transmission: a fresh fade each, round: the "
+        "same fade, so the retransmissions fail too). fixed needs outage=none. The "
+        "broadcast (downlink) always runs at its Shannon rate.",
+    )
+    spectral_efficiency_bits_per_hz: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="rate=fixed: the spectral efficiency r every upload attempt is sent at "
+        "(bit/s/Hz, e.g. 1.0; LTE's modulation and coding schemes span about 0.15 to 5.5, "
+        "3GPP TS 36.213 Table 7.2.3-1); required with rate=fixed, unset with rate=adaptive.",
     )
     max_retx: Int = Field(
         0,
@@ -713,7 +931,7 @@ class ChannelSection(Section):
         1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
     )
 
-    cross_checks = (_radius,)
+    cross_checks = (_radius, _rate)
 
 
 def _trace(v) -> Iterator[tuple[str, str]]:
@@ -728,7 +946,7 @@ TIME_BOUND = (
 
 
 class AvailabilitySection(Section):
-    """When clients are online (WIRELESS.md, Availability)."""
+    """When clients are online (docs/models.md#availability)."""
 
     kind: Literal["always", "bernoulli", "markov", "diurnal", "trace"] = Field(
         "always",
@@ -880,7 +1098,7 @@ Position = Annotated[list[Coordinate], Field(min_length=2, max_length=2)]
 
 
 class TopologySection(Section):
-    """Base stations, association and backhaul (WIRELESS.md, Topology); default one cell."""
+    """Base stations, association and backhaul (docs/models.md#topology); default one cell."""
 
     layout: Literal["single", "hexagonal", "grid", "positions"] = Field(
         "single",

@@ -22,7 +22,7 @@ from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 from fedjoule.storage import replace_atomically
 
-FORMAT = "fedjoule-checkpoint/3"  # 3: running statistics (batch norm)
+FORMAT = "fedjoule-checkpoint/4"  # 3: running statistics (batch norm); 4: radio states
 NAME = "checkpoint.pt"
 
 

@@ -7,6 +7,7 @@ import simpy
 
 from fedjoule.channel.link import Link
 from fedjoule.channel.medium import TransmissionAborted
+from fedjoule.devices.radio import RadioParams, transmit_energy_j, transmit_power_w
 
 # Causes of a client's drop from a round (rounds.csv has a `dropped_<cause>` column each).
 DROP_CAUSES = ("deadline", "outage", "offline", "battery", "overcommit")
@@ -28,8 +29,12 @@ class ClientPlan:
     # which attempts fail (packet error drawn at the start of the round); None: none fail
     attempt_fails: list[bool] | None = None
     backhaul_down_s: float = 0.0  # server -> base station before the broadcast
+    downlink_bits: float = 0.0  # the broadcast's bits (the downlink span carries them)
     backhaul_up_s: float = 0.0  # base station -> server after the upload
     cell: int = 0
+    # the radio (devices/radio.py); None: the plain radiated model, p while sending and
+    # rx_power_w while receiving (rx_power_w above is then the class's, else the model's)
+    radio: RadioParams | None = None
 
 
 @dataclass
@@ -40,6 +45,10 @@ class ClientRecord:
     energy_compute_j: float = 0.0
     energy_tx_j: float = 0.0
     energy_rx_j: float = 0.0
+    # radio states (simulator/radio_states.py): promotion, connected without data, idle
+    energy_radio_promotion_j: float = 0.0
+    energy_radio_tail_j: float = 0.0
+    energy_idle_j: float = 0.0
     downlink_airtime_s: float = 0.0
     compute_time_s: float = 0.0
     uplink_airtime_s: float = 0.0
@@ -51,10 +60,19 @@ class ClientRecord:
     cell: int = 0
     # (kind, start_s, end_s, energy_j, bits, attempt, ok): every transfer and computation
     spans: list = field(default_factory=list)
+    # |h|^2 of each possible upload attempt (index: a span's `attempt`); None: not recorded
+    uplink_fades: list | None = None
 
     @property
     def energy_total_j(self) -> float:
-        return self.energy_compute_j + self.energy_tx_j + self.energy_rx_j
+        return (
+            self.energy_compute_j
+            + self.energy_tx_j
+            + self.energy_rx_j
+            + self.energy_radio_promotion_j
+            + self.energy_radio_tail_j
+            + self.energy_idle_j
+        )
 
 
 class BatteryGuard:
@@ -86,6 +104,11 @@ class BatteryGuard:
         timer = self.env.timeout(left_s)
         timer.callbacks.append(lambda _event: self._fire(generation))
 
+    def add_spent(self, energy_j: float) -> None:
+        """Energy of this round spent before the guard started (a radio tail running since
+        the previous round); counts from the next `set_power`."""
+        self.spent_j += energy_j
+
     def _fire(self, generation: int) -> None:
         if generation == self._generation and self.process is not None and self.process.is_alive:
             self.process.interrupt("battery")
@@ -95,6 +118,26 @@ class _NoGuard:
     def set_power(self, power_w: float) -> None:
         pass
 
+    def add_spent(self, energy_j: float) -> None:
+        pass
+
+
+class _Power:
+    """The device's power, computation + radio; every change goes to the guard."""
+
+    def __init__(self, guard) -> None:
+        self.guard, self.compute_w, self.radio_w = guard, 0.0, 0.0
+
+    def set(self, compute_w: float | None = None, radio_w: float | None = None) -> None:
+        if compute_w is not None:
+            self.compute_w = compute_w
+        if radio_w is not None:
+            self.radio_w = radio_w
+        self.guard.set_power(self.compute_w + self.radio_w)
+
+    def add_spent(self, energy_j: float) -> None:
+        self.guard.add_spent(energy_j)
+
 
 def client_round(
     env: simpy.Environment,
@@ -102,39 +145,56 @@ def client_round(
     medium,
     record: ClientRecord,
     guard: BatteryGuard | None = None,
+    radio=None,
 ):
     """Receive the model, train K steps, upload (retransmitting failed attempts); an
     interrupt (deadline, went offline, battery, over-commit) stops it where it is, and the
-    energy of the part already done still counts."""
-    guard = guard or _NoGuard()
+    energy of the part already done still counts. `radio`: the client's radio states
+    (radio_states.ClientRadio: promotion before a transfer from idle, tail after it, idle
+    between download and upload); None: a radio without states."""
+    power = _Power(guard or _NoGuard())
     record.cell = plan.cell
+    if radio is not None:
+        radio.begin(power)
     phase, phase_start = "backhaul_down", env.now
     try:
         if plan.backhaul_down_s > 0:  # the model crosses the backhaul to this cell
             yield env.timeout(plan.backhaul_down_s)
             _span(record, "backhaul_down", phase_start, env.now)
+        if radio is not None:  # connect: cut the tail, or promote from idle
+            phase = "promotion"
+            yield from radio.connect()
+            radio.sending()
         phase, phase_start = "downlink", env.now
-        guard.set_power(plan.rx_power_w)
+        power.set(radio_w=plan.rx_power_w)
         yield env.timeout(plan.downlink_s)
         record.downlink_airtime_s = plan.downlink_s
         record.energy_rx_j = plan.rx_power_w * plan.downlink_s  # E_rx = p_rx * airtime
-        _span(record, "downlink", phase_start, env.now, record.energy_rx_j)
+        _span(record, "downlink", phase_start, env.now, record.energy_rx_j, plan.downlink_bits)
 
         phase, phase_start = "compute", env.now
-        guard.set_power(plan.compute_energy_j / plan.compute_s if plan.compute_s > 0 else 0.0)
+        if radio is not None:
+            radio.release(open_window=True)  # the tail, then idle until the upload
+        power.set(
+            compute_w=plan.compute_energy_j / plan.compute_s if plan.compute_s > 0 else 0.0,
+            radio_w=None if radio is not None else 0.0,
+        )
         yield env.timeout(plan.compute_s)
         record.compute_time_s = plan.compute_s
         record.energy_compute_j = plan.compute_energy_j  # K * kappa * c * B * f^2
         record.trained = True
         _span(record, "compute", phase_start, env.now, record.energy_compute_j)
-        guard.set_power(0.0)
+        power.set(compute_w=0.0)
 
         phase = "uplink"
-        if not (yield from _upload(env, plan, medium, record, guard)):
+        if not (yield from _upload(env, plan, medium, record, power, radio)):
             record.outcome = "outage"
+            if radio is not None:
+                radio.end()
             record.end_s = env.now
             return
-        guard.set_power(0.0)
+        if radio is None:
+            power.set(radio_w=0.0)
         phase, phase_start = "backhaul_up", env.now
         if plan.backhaul_up_s > 0:
             yield from _backhaul_up(env, plan.backhaul_up_s)
@@ -145,7 +205,9 @@ def client_round(
         if phase == "downlink":
             record.downlink_airtime_s = elapsed_s
             record.energy_rx_j = plan.rx_power_w * elapsed_s
-            _span(record, "downlink", phase_start, env.now, record.energy_rx_j, ok=False)
+            # bits received before the stop, at the constant downlink rate
+            got = plan.downlink_bits * elapsed_s / plan.downlink_s if plan.downlink_s > 0 else 0.0
+            _span(record, "downlink", phase_start, env.now, record.energy_rx_j, got, ok=False)
         elif phase == "compute":  # constant power: the fraction of the K steps' energy done
             record.compute_time_s = elapsed_s
             fraction = elapsed_s / plan.compute_s if plan.compute_s > 0 else 1.0
@@ -154,48 +216,69 @@ def client_round(
         elif phase.startswith("backhaul"):
             _span(record, phase, phase_start, env.now, ok=False)
         record.outcome = stop.cause
+    if radio is not None:
+        radio.end()
     record.end_s = env.now
 
 
-def _upload(env, plan: ClientPlan, medium, record: ClientRecord, guard):
-    """Up to 1 + max_retx attempts; each costs airtime and energy. True if one got through."""
+def _upload(env, plan: ClientPlan, medium, record: ClientRecord, power: _Power, radio=None):
+    """Up to 1 + max_retx attempts; each costs airtime and energy. True if one got through.
+    With radio states each attempt first connects (cut tail or promotion), waits for the
+    medium connected, and leaves a tail."""
     fails = plan.attempt_fails or [False]
     for attempt, failed in enumerate(fails):
         link = plan.attempt_links[attempt] if plan.attempt_links else plan.uplink
-        started = {"s": env.now}
+        if radio is not None:
+            yield from radio.connect()
+        started, wait = {"s": env.now}, {"j": 0.0}
 
-        def on_start(started=started, link=link):
+        def on_start(started=started, wait=wait, link=link):
             started["s"] = env.now
-            guard.set_power(link.tx_power_w)
+            if radio is not None:
+                wait["j"] = radio.sending()  # the wait for the medium, connected
+            power.set(radio_w=_tx_power_w(plan, link, 0.0))
+
+        def on_rate(rate_bps: float, link=link):  # a measured radio's power follows the rate
+            power.set(radio_w=_tx_power_w(plan, link, rate_bps))
 
         request_s = env.now
         record.uplink_attempts += 1
         try:
-            airtime_s = yield from medium.transmit(plan.uplink_bits, link, on_start=on_start)
+            airtime_s = yield from medium.transmit(
+                plan.uplink_bits,
+                link,
+                on_start=on_start,
+                on_rate=None if plan.radio is None else on_rate,
+            )
         except TransmissionAborted as stop:
-            _add_attempt(record, link, stop.airtime_s, stop.bits_sent)
-            _span(record, "queue", request_s, started["s"])
+            energy_j = _tx_energy_j(plan, link, stop.bits_sent, stop.airtime_s)
+            _add_attempt(record, energy_j, stop.airtime_s, stop.bits_sent)
+            _span(record, "queue", request_s, started["s"], wait["j"])
             end = started["s"] + stop.airtime_s
             _span(
                 record,
                 "uplink_aborted",
                 started["s"],
                 end,
-                link.tx_energy_j(stop.airtime_s),
+                energy_j,
                 stop.bits_sent,
                 attempt,
                 ok=False,
             )
             raise
-        guard.set_power(0.0)
-        _add_attempt(record, link, airtime_s, plan.uplink_bits)
-        _span(record, "queue", request_s, env.now - airtime_s)
+        if radio is None:
+            power.set(radio_w=0.0)
+        else:
+            radio.release()
+        energy_j = _tx_energy_j(plan, link, plan.uplink_bits, airtime_s)
+        _add_attempt(record, energy_j, airtime_s, plan.uplink_bits)
+        _span(record, "queue", request_s, env.now - airtime_s, wait["j"])
         _span(
             record,
             "uplink",
             env.now - airtime_s,
             env.now,
-            link.tx_energy_j(airtime_s),
+            energy_j,
             plan.uplink_bits,
             attempt,
             ok=not failed,
@@ -205,9 +288,22 @@ def _upload(env, plan: ClientPlan, medium, record: ClientRecord, guard):
     return False
 
 
-def _add_attempt(record: ClientRecord, link: Link, airtime_s: float, bits: float) -> None:
+def _tx_power_w(plan: ClientPlan, link: Link, rate_bps: float) -> float:
+    """Power while sending: p (plain radiated), else the radio model's at `rate_bps`."""
+    if plan.radio is None:
+        return link.tx_power_w
+    return transmit_power_w(plan.radio, rate_bps, link.tx_power_w)
+
+
+def _tx_energy_j(plan: ClientPlan, link: Link, bits: float, airtime_s: float) -> float:
+    if plan.radio is None:
+        return link.tx_energy_j(airtime_s)  # E_tx = p * airtime, every attempt
+    return transmit_energy_j(plan.radio, bits, airtime_s, link.tx_power_w)
+
+
+def _add_attempt(record: ClientRecord, energy_j: float, airtime_s: float, bits: float) -> None:
     record.uplink_airtime_s += airtime_s
-    record.energy_tx_j += link.tx_energy_j(airtime_s)  # E_tx = p * airtime, every attempt
+    record.energy_tx_j += energy_j
     record.uplink_bits += bits
 
 

@@ -1,4 +1,4 @@
-"""The run: a SimPy server process plays the rounds (DESIGN.md, "How one run flows").
+"""The run: a SimPy server process plays the rounds (README.md, "What a round is").
 
 Each round: who is online -> selection -> all selected clients train in one vectorised
 call -> per-client SimPy processes (downlink, compute, uplink on the shared medium)
@@ -34,7 +34,8 @@ from fedjoule.algorithms.learning import (
 )
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.report.results import finite_or_none
-from fedjoule.simulator.client import DROP_CAUSES, ClientRecord
+from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
+from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.transfers import overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
@@ -44,8 +45,18 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-LEDGER_FIELDS = ("selected", "arrived", "energy_compute_j", "energy_tx_j", "energy_rx_j")
-SUMMED = ("energy_compute_j", "energy_tx_j", "energy_rx_j", "uplink_bits", "uplink_airtime_s")
+# every energy a client spends, in the order of the files' columns (energy_total_j: their
+# sum); the radio states' three are 0 for a radio without states (radio_states.py)
+ENERGY_FIELDS = (
+    "energy_compute_j",
+    "energy_tx_j",
+    "energy_rx_j",
+    "energy_radio_promotion_j",
+    "energy_radio_tail_j",
+    "energy_idle_j",
+)
+LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS)
+SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
 
 
 @dataclass
@@ -178,6 +189,7 @@ class Simulation:
         self.client_buffers = world.b0.expand(n, -1).clone() if local else None
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
+        self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
         self.progress = Progress()
         self.last_records: list[ClientRecord] = []
 
@@ -372,13 +384,15 @@ class Simulation:
         spent = [*records, *probe_records]
         for rec in spent:
             k = rec.client
-            for name in ("energy_compute_j", "energy_tx_j", "energy_rx_j"):
+            for name in ENERGY_FIELDS:
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
             if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
                 self.battery_j[k] = min(
                     self.battery_j[k], self.world.population.battery_threshold_j[k]
                 )
+        # radio tails running outside the clients' processes, up to the round's end
+        tails_j = self.settle_radio_tails(end_s, spent)
         world = self.world
         # charging since the previous round ended (the wait between rounds included)
         charge(
@@ -398,8 +412,39 @@ class Simulation:
         )
         for name in SUMMED:
             row[name] = float(sum(getattr(rec, name) for rec in spent))
-        row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
+        row["energy_radio_tail_j"] += tails_j
+        row["energy_total_j"] = (
+            row["energy_compute_j"]
+            + row["energy_tx_j"]
+            + row["energy_rx_j"]
+            + row["energy_radio_promotion_j"]
+            + row["energy_radio_tail_j"]
+            + row["energy_idle_j"]
+        )
         return row
+
+    def settle_radio_tails(self, until_s: float, records) -> float:
+        """Charge the radio tails running outside the clients' processes up to `until_s`
+        (inf: to their ends) to the ledger and the batteries; a client with a record in
+        `records` gets the stretch as a "tail" span (events.jsonl). Returns their energy."""
+        last = {rec.client: rec for rec in records}
+        total = 0.0
+        for k, start_s, end_s, energy_j in self.radios.settle(until_s):
+            self.ledger["energy_radio_tail_j"][k] += energy_j
+            self.battery_j[k] = max(0.0, self.battery_j[k] - energy_j)
+            total += energy_j
+            if k in last:
+                _span(last[k], "tail", start_s, end_s, energy_j)
+        return total
+
+    def settle_last_tails(self, row: dict) -> None:
+        """At the run's end the tails still running are charged whole to its last row."""
+        extra_j = self.settle_radio_tails(math.inf, self.last_records)
+        if extra_j:
+            row["energy_radio_tail_j"] += extra_j
+            row["energy_total_j"] += extra_j
+            self.progress.cumulative_energy_j += extra_j
+            row["cumulative_energy_j"] = self.progress.cumulative_energy_j
 
     def finish_round(self, row: dict, wall_s: float) -> dict:
         """Evaluation and the running summary after a round. A diverged round (its model
@@ -436,6 +481,8 @@ class Simulation:
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
+        if self.finished():
+            self.settle_last_tails(row)
         return row
 
     def detection_rates(self) -> dict:
@@ -485,6 +532,7 @@ class Simulation:
             "progress": dict(self.progress.__dict__),
             "buffers": self.buffers.cpu(),
             "client_buffers": None if self.client_buffers is None else self.client_buffers.cpu(),
+            "radio": self.radios.state_dict(),
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -500,6 +548,7 @@ class Simulation:
         self.buffers = saved["buffers"].to(device)
         if saved["client_buffers"] is not None:
             self.client_buffers = saved["client_buffers"].to(device)
+        self.radios.load_state_dict(saved["radio"])
 
     def finished(self) -> bool:
         """All rounds played, the target reached with stop_at_target, or diverged."""
@@ -522,6 +571,9 @@ class Simulation:
             "energy_compute_j": float(self.ledger["energy_compute_j"].sum()),
             "energy_tx_j": float(self.ledger["energy_tx_j"].sum()),
             "energy_rx_j": float(self.ledger["energy_rx_j"].sum()),
+            "energy_radio_promotion_j": float(self.ledger["energy_radio_promotion_j"].sum()),
+            "energy_radio_tail_j": float(self.ledger["energy_radio_tail_j"].sum()),
+            "energy_idle_j": float(self.ledger["energy_idle_j"].sum()),
             "sim_time_s": p.sim_time_s,
             "rounds_completed": p.next_round,
             "target_metric": self.world.scenario.training.target_metric,

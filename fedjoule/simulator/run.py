@@ -15,7 +15,8 @@ from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import checkpoint
-from fedjoule.simulator.engine import Simulation
+from fedjoule.simulator.engine import ENERGY_FIELDS, Simulation
+from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
 
@@ -176,14 +177,12 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
 def client_rows(sim: Simulation) -> list[dict]:
     world = sim.world
     pop, scenario = world.population, world.scenario
-    share_hz = scenario.channel.uplink_bandwidth_hz / scenario.training.clients_per_round
+    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
     flagged = world.algorithm.detected(sim.state)
     rows = []
     for k in range(pop.size):
-        energy = {
-            n: float(sim.ledger[n][k]) for n in ("energy_compute_j", "energy_tx_j", "energy_rx_j")
-        }
+        energy = {n: float(sim.ledger[n][k]) for n in ENERGY_FIELDS}
         rows.append(
             {
                 "client": k,

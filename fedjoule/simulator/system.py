@@ -19,9 +19,10 @@ from fedjoule import rng
 from fedjoule.channel.cell import round_fading
 from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import airtime_s
-from fedjoule.channel.outage import attempt_error_probability
+from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queued_uplink
 from fedjoule.channel.units import db_to_linear, dbm_to_w
+from fedjoule.devices.radio import numpy_radio_reasons, transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.simulator.client import DROP_CAUSES
 from fedjoule.simulator.engine import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
@@ -38,7 +39,7 @@ def unsupported(scenario) -> list[str]:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:
         reasons.append("output.timeline_rounds (round timelines need every client's spans)")
-    return reasons
+    return reasons + numpy_radio_reasons(scenario)
 
 
 class ClientsOfRound:
@@ -69,6 +70,8 @@ class SystemEngine:
         self.availability = vector_availability(world.scenario.availability, world)
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
+        # power while sending: p (radiated) or p / eta + P_c (linear radio, devices/radio.py)
+        self.tx_draw_w = transmit_draw_w(world.scenario.population, world.population)
         self.next_round = 0
         self.sim_time_s = 0.0
         self.cumulative_energy_j = 0.0
@@ -147,12 +150,10 @@ class SystemEngine:
         fixed = world.cell.large_scale_gain is None
         if fixed:
             down_db = channel.snr_db if channel.downlink_snr_db is None else channel.downlink_snr_db
-            up_snr = db_to_linear(channel.snr_db) * up_fading[sel]
             down_snr = db_to_linear(down_db) * down_fading[sel]
         else:
             gain = world.cell.large_scale_gain[sel]
             noise = world.cell.noise_psd_w_per_hz
-            up_pg = tx_w * (gain * up_fading[sel])
             down_snr = (
                 dbm_to_w(channel.bs_tx_power_dbm)
                 * (gain * down_fading[sel])
@@ -161,28 +162,33 @@ class SystemEngine:
         down_rate = channel.downlink_bandwidth_hz * np.log2(1.0 + down_snr)
         down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(m)
 
-        # attempts (transfers.attempt_plan): packet errors and per-attempt fading
+        # attempts (transfers.attempt_plan): per-attempt fading, then packet errors
         attempts = 1 + channel.max_retx
-        per_attempt = up_snr if fixed else up_pg
-        per_attempt = np.repeat(per_attempt[:, None], attempts, axis=1)
+        fades = np.repeat(up_fading[sel][:, None], attempts, axis=1)  # (m, A): |h|^2
+        if channel.fading_per == "transmission" and attempts > 1:
+            for i, k in enumerate(sel):  # transfers.attempt_fades
+                gen = rng.stream(seed, "fading", r, k)
+                fades[i, 1:] = fading_power(
+                    gen, channel.fading, attempts - 1, k_factor=channel.rician_k
+                )
+        if fixed:
+            per_attempt = db_to_linear(channel.snr_db) * fades
+        else:
+            per_attempt = tx_w[:, None] * (gain[:, None] * fades)  # p * gain
         fails = np.zeros((m, attempts), dtype=bool)
-        if channel.outage != "none":
+        rate_fixed, se = channel.rate == "fixed", channel.spectral_efficiency_bits_per_hz
+        if rate_fixed or channel.outage != "none":
             nominal = np.array([nominal_bandwidth_hz(channel, int(x)) for x in load])[cells]
             if fixed:
                 mean = np.full(m, float(10 ** (channel.snr_db / 10)))
             else:
                 mean = tx_w * world.cell.large_scale_gain[sel] / (noise * nominal)
-            q = attempt_error_probability(channel, mean)
-            for i, k in enumerate(sel):
-                fails[i] = rng.stream(seed, "outage", r, k).random(attempts) < q[i]
-        if channel.fading_per == "transmission" and attempts > 1:
-            for i, k in enumerate(sel):
-                gen = rng.stream(seed, "fading", r, k)
-                redraw = fading_power(gen, channel.fading, attempts - 1, k_factor=channel.rician_k)
-                if fixed:
-                    per_attempt[i, 1:] = db_to_linear(channel.snr_db) * redraw
-                else:
-                    per_attempt[i, 1:] = tx_w[i] * (world.cell.large_scale_gain[k] * redraw)
+            if rate_fixed:  # transfers.attempt_fails: the fade decides
+                fails = fixed_rate_fails(mean[:, None], fades, se)
+            else:
+                q = attempt_error_probability(channel, mean)
+                for i, k in enumerate(sel):
+                    fails[i] = rng.stream(seed, "outage", r, k).random(attempts) < q[i]
         succeeds = ~fails.all(axis=1)
         n_attempts = np.where(succeeds, np.argmin(fails, axis=1) + 1, attempts)
 
@@ -247,13 +253,14 @@ class SystemEngine:
                 join_s=t_c[rows],
                 n_attempts=n_attempts[rows],
                 succeeds=succeeds[rows],
-                tx_power_w=tx_w[rows],
+                tx_power_w=self.tx_draw_w[sel][rows],
                 budget_j=budget_j[rows] - spent_c[rows],
                 kill_s=stop_s[rows],
                 kill_cause=stop_cause[rows],
                 snr_fixed=per_attempt[rows] if fixed else None,
                 power_gain_w=None if fixed else per_attempt[rows],
                 noise_psd_w_per_hz=world.cell.noise_psd_w_per_hz,
+                fixed_se_bps_per_hz=se if rate_fixed else None,
             )
             bandwidth = channel.uplink_bandwidth_hz
             if channel.access == "fdma":
@@ -317,6 +324,8 @@ class SystemEngine:
         )
         for name in ENERGY_KINDS:
             row[name] = float(getattr(clients, name).sum())
+        # radios without states only (unsupported): no promotion, tail or idle energy
+        row.update(energy_radio_promotion_j=0.0, energy_radio_tail_j=0.0, energy_idle_j=0.0)
         row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
         return row
 

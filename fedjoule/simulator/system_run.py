@@ -17,9 +17,11 @@ from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.engine import ENERGY_FIELDS
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.storage import replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
@@ -127,7 +129,7 @@ def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
 
 
 def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine) -> dict:
-    energy = {n: float(ledger[n].sum()) for n in ("energy_compute_j", "energy_tx_j", "energy_rx_j")}
+    energy = {n: float(ledger[n].sum()) for n in ENERGY_FIELDS}
     return {
         "training": "skipped",
         "engine": engine,
@@ -148,8 +150,8 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
     """clients.csv (report/results.py columns) for every client, column-wise and fast; the
     columns that need learning (flagged) stay empty."""
     pop, scenario = world.population, world.scenario
-    share_hz = scenario.channel.uplink_bandwidth_hz / scenario.training.clients_per_round
-    energy = {n: ledger[n] for n in ("energy_compute_j", "energy_tx_j", "energy_rx_j")}
+    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
+    energy = {n: ledger[n] for n in ENERGY_FIELDS}
     n = pop.size
     empty = np.full(n, "", dtype=object)
     columns = {

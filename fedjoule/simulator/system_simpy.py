@@ -5,12 +5,13 @@ import numpy as np
 import simpy
 
 from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
+from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.system_world import SystemWorld
 from fedjoule.simulator.transfers import play_clients
 
 
 class SimpySystemSimulation(Simulation):
-    """Steps 1, 2, 4 and 6 of a round (DESIGN.md, "How one run flows") on the SimPy
+    """Steps 1, 2, 4 and 6 of a round (README.md, "What a round is") on the SimPy
     clock: availability, uniform selection, the clients' processes on the shared media,
     the ledger. No model, no data, no aggregation, no evaluation; freeloaders skip their
     computation as in a training run."""
@@ -21,6 +22,7 @@ class SimpySystemSimulation(Simulation):
         self.state = {}
         self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
         self.battery_j = world.population.battery_initial_j.copy()
+        self.radios = RadioBank.for_world(world)
         self.progress = Progress()
         self.last_records = []
 
@@ -52,6 +54,8 @@ class SimpySystemSimulation(Simulation):
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
+        if self.finished():
+            self.settle_last_tails(row)
         return row
 
     def finished(self) -> bool:

@@ -7,6 +7,7 @@ reached), and runs them until every client arrived or was dropped.
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import simpy
@@ -16,8 +17,9 @@ from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
-from fedjoule.channel.outage import attempt_error_probability
+from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.devices.battery import budget_j
+from fedjoule.devices.radio import receive_power_w
 from fedjoule.simulator.client import (
     BatteryGuard,
     ClientPlan,
@@ -36,6 +38,15 @@ def nominal_bandwidth_hz(channel, clients_in_cell: int) -> float:
     return channel.uplink_bandwidth_hz / channel.resource_blocks
 
 
+def typical_bandwidth_hz(scenario, n_clients: int) -> float:
+    """The band clients.csv's mean_uplink_snr_db is on: nominal_bandwidth_hz of a round
+    whose selection, ceil(overcommit m) of the n_clients, is in one cell: B/ceil(f m) fdma,
+    B tdma, B/R ofdma."""
+    m, f = scenario.training.clients_per_round, scenario.round.overcommit
+    selected = min(overcommit_count(m, f), n_clients)
+    return nominal_bandwidth_hz(scenario.channel, selected)
+
+
 def mean_snr(channel, cell, tx_power_w: float, client: int, bandwidth_hz: float) -> float:
     """Fading-free uplink SNR on `bandwidth_hz`: p G / (N0 b), or the scenario's snr_db."""
     if cell.large_scale_gain is None:
@@ -45,30 +56,68 @@ def mean_snr(channel, cell, tx_power_w: float, client: int, bandwidth_hz: float)
     )
 
 
+def attempt_fades(channel, seed: int, r: int, k: int, round_fade: float) -> np.ndarray:
+    """|h|^2 of client k's 1 + max_retx possible upload attempts in round r: the round's
+    draw for the first; for the retransmissions fresh draws (stream ("fading", r, k)) when
+    fading_per is transmission, else the round's draw again."""
+    fades = np.full(1 + channel.max_retx, float(round_fade))
+    if channel.fading_per == "transmission" and channel.max_retx > 0:
+        gen = rng.stream(seed, "fading", r, k)
+        fades[1:] = fading_power(gen, channel.fading, channel.max_retx, k_factor=channel.rician_k)
+    return fades
+
+
+def attempt_fails(channel, seed: int, r: int, k: int, snr: float, fades: np.ndarray) -> list:
+    """Which attempts fail. rate=fixed: exactly those whose fade is too deep for r at the
+    fading-free SNR `snr`; adaptive: independent draws of the `outage` model's error
+    probability at `snr` (stream ("outage", r, k))."""
+    if channel.rate == "fixed":
+        return list(fixed_rate_fails(snr, fades, channel.spectral_efficiency_bits_per_hz))
+    q = float(attempt_error_probability(channel, snr))
+    return list(rng.stream(seed, "outage", r, k).random(len(fades)) < q)
+
+
+def _faded_link(channel, cell, k: int, tx_power_w: float, fade: float) -> Link:
+    """Client k's uplink Link at fading power `fade` (a retransmission's fresh draw)."""
+    if cell.large_scale_gain is None:
+        return Link(tx_power_w, snr_fixed=10 ** (channel.snr_db / 10) * fade)
+    return Link(tx_power_w, float(cell.large_scale_gain[k]) * fade, cell.noise_psd_w_per_hz)
+
+
 def attempt_plan(
-    channel, cell, seed: int, r: int, k: int, uplink: Link, tx_power_w: float, bandwidth_hz: float
+    channel,
+    cell,
+    seed: int,
+    r: int,
+    k: int,
+    uplink: Link,
+    tx_power_w: float,
+    bandwidth_hz: float,
+    fades: np.ndarray | None = None,
 ):
-    """Links and failures of the 1 + max_retx possible attempts (None, None: one, no error)."""
+    """Links and failures of the 1 + max_retx possible attempts (None, None: one, no error).
+
+    `fades`: the attempts' |h|^2 (attempt_fades; rate=fixed needs them, for the failures);
+    the first attempt keeps `uplink` (the round's draw). rate=fixed: every Link sends at
+    b r. `bandwidth_hz`: the nominal band the fading-free SNR of the failures is on.
+    """
     attempts = 1 + channel.max_retx
+    fixed = channel.rate == "fixed"
+    if fades is None:
+        if fixed:
+            raise ValueError("attempt_plan: channel.rate=fixed needs the attempts' fades")
+        fades = attempt_fades(channel, seed, r, k, math.nan)  # the first is never used
     fails = None
-    if channel.outage != "none":
-        q = float(
-            attempt_error_probability(channel, mean_snr(channel, cell, tx_power_w, k, bandwidth_hz))
-        )
-        fails = list(rng.stream(seed, "outage", r, k).random(attempts) < q)
+    if fixed or channel.outage != "none":
+        snr = mean_snr(channel, cell, tx_power_w, k, bandwidth_hz)
+        fails = attempt_fails(channel, seed, r, k, snr, fades)
     links = None
     if channel.fading_per == "transmission" and attempts > 1:
         # retransmissions see fresh fading; the first attempt keeps the round's draw
-        gen = rng.stream(seed, "fading", r, k)
-        redraw = fading_power(gen, channel.fading, attempts - 1, k_factor=channel.rician_k)
-        links = [uplink]
-        for h in redraw:
-            if cell.large_scale_gain is None:
-                links.append(Link(tx_power_w, snr_fixed=10 ** (channel.snr_db / 10) * h))
-            else:
-                links.append(
-                    Link(tx_power_w, float(cell.large_scale_gain[k]) * h, cell.noise_psd_w_per_hz)
-                )
+        links = [uplink] + [_faded_link(channel, cell, k, tx_power_w, h) for h in fades[1:]]
+    if fixed:
+        se = channel.spectral_efficiency_bits_per_hz
+        links = [replace(link, fixed_se_bps_per_hz=se) for link in links or [uplink] * attempts]
     return links, fails
 
 
@@ -81,7 +130,9 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
     """
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
+    radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
     fading = round_fading(channel, pop.size, seed, r)
+    up_fading = fading[0]
     uplinks, downlinks = round_links(channel, world.cell, pop.tx_power_w, selected, fading)
     serving = (
         world.cell.serving_cell
@@ -100,6 +151,7 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
         k, c = int(k), int(serving[k])
         own = cost(k)
+        fades = attempt_fades(channel, seed, r, k, up_fading[k])
         links, fails = attempt_plan(
             channel,
             world.cell,
@@ -109,26 +161,34 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             uplink,
             float(pop.tx_power_w[k]),
             nominal_bandwidth_hz(channel, int(load[c])),
+            fades,
         )
+        radio = radios.plan_params(k) if radios is not None else None  # None: plain radiated
         plan = ClientPlan(
             client=k,
             downlink_s=float(
                 airtime_s(own["down_bits"], downlink.rate_bps(channel.downlink_bandwidth_hz))
             ),
-            rx_power_w=float(pop.rx_power_w[k]),
+            downlink_bits=float(own["down_bits"]),
+            rx_power_w=float(pop.rx_power_w[k])
+            if radio is None
+            else receive_power_w(radio, downlink.rate_bps(channel.downlink_bandwidth_hz)),
             compute_s=own["compute_s"],
             compute_energy_j=own["compute_energy_j"],
             uplink_bits=own["up_bits"],
-            uplink=uplink,
+            uplink=links[0] if links else uplink,
             attempt_links=links,
             attempt_fails=fails,
             backhaul_down_s=world.topology.backhaul_delay_s(k, own["down_bits"]),
             backhaul_up_s=world.topology.backhaul_delay_s(k, own["up_bits"]),
             cell=c,
+            radio=radio,
         )
         record = ClientRecord(k)
+        record.uplink_fades = [float(h) for h in fades]
         guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
-        process = env.process(client_round(env, plan, media[c], record, guard))
+        states = radios.client(env, k, record) if radios is not None else None
+        process = env.process(client_round(env, plan, media[c], record, guard, states))
         guard.process = process
         stop_s, cause = min(
             (deadline_s, "deadline"),

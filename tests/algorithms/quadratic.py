@@ -1,4 +1,5 @@
-"""Heterogeneous least-squares clients f_i(w) = 0.5 mean((X_i w - y_i)^2) (ALGORITHMS.md §14.1)."""
+"""Heterogeneous least-squares clients f_i(w) = 0.5 mean((X_i w - y_i)^2) (docs/algorithms.md,
+the checks that pin the algorithms)."""
 
 import numpy as np
 import torch

@@ -1,4 +1,4 @@
-"""Exact checks on small convex problems (ALGORITHMS.md §14, checks 1 and 2)."""
+"""Exact checks on small convex problems (docs/algorithms.md, the checks that pin them)."""
 
 import numpy as np
 import pytest

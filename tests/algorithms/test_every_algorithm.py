@@ -1,5 +1,5 @@
-"""Every algorithm through the simulator: vectorised == sequential (ALGORITHMS.md §14.3),
-and each one's uplink/downlink vector count reaches the channel (§14.4)."""
+"""Every algorithm through the simulator: vectorised == sequential (docs/algorithms.md, the checks),
+and each one's uplink/downlink vector count reaches the channel (docs/models.md#payload)."""
 
 import math
 
@@ -76,7 +76,8 @@ FIXED_LINK = [
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_uplink_airtime_follows_the_vector_count(tmp_path, name):
-    """SCAFFOLD's upload takes twice FedAvg's airtime on the same link, and so on (§12)."""
+    """SCAFFOLD's upload takes twice FedAvg's airtime on the same link, and so on
+    (docs/algorithms.md#vectors-sent-and-state-kept)."""
     scenario = load_scenario("default", FIXED_LINK + [f"algorithm.name={name}"])
     run_scenario(scenario, tmp_path, device="cpu")
     row = read_rounds(tmp_path / "rounds.csv")[0]

@@ -1,4 +1,4 @@
-"""The vectorised executor equals the sequential reference (ALGORITHMS.md §14.3)."""
+"""The vectorised executor equals the sequential reference (docs/algorithms.md, the checks)."""
 
 import os
 

@@ -1,4 +1,5 @@
-"""FedAvg and FedProx settle at the drift-biased fixed point, not at w* (ALGORITHMS.md §14.1)."""
+"""FedAvg and FedProx settle at the drift-biased fixed point, not at w* (docs/algorithms.md,
+the checks that pin the algorithms)."""
 
 import numpy as np
 import pytest

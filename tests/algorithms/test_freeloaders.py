@@ -1,4 +1,5 @@
-"""Freeloaders (ALGORITHMS.md §14.5): 8 of 20 clients replay the last global update."""
+"""Freeloaders: 8 of 20 clients replay the last global update (docs/algorithms.md, the
+checks that pin the algorithms)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Packet errors and retransmissions against their closed forms (WIRELESS.md, Outage)."""
+"""Packet errors and retransmissions against their closed forms (docs/models.md#outage)."""
 
 import math
 

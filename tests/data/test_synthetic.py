@@ -1,4 +1,4 @@
-"""Synthetic softmax-regression generators (ALGORITHMS.md §11.1, §11.2)."""
+"""Synthetic softmax-regression generators (docs/datasets.md#synthetic-generated-logistic-data)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Diurnal availability with charging, trace replay, and battery charging (WIRELESS.md)."""
+"""Diurnal availability with charging, trace replay, and battery charging
+(docs/models.md#availability)."""
 
 import math
 

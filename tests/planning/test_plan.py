@@ -2,6 +2,7 @@
 repriced grid equals per-cell learning runs; repricing is refused (and why) with outage."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 
 from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
+from fedjoule.planning.breakeven import breakpoints, kstar_of_x
 from fedjoule.planning.plan import (
     PER_CELL,
     REPRICE,
@@ -158,6 +160,41 @@ def test_repriced_rows_share_rounds_and_compute_energy(grid_plan):
         assert (result.out / name).stat().st_size > 10_000
 
 
+def test_every_cells_kstar_lies_on_the_breakeven_staircase(grid_plan):
+    """Equal clients, no fading: E_total(K, cell) = R(K) (K E_step + E_comm(cell)), so each
+    cell's K* in plan.csv is kstar_of_x(R, x) with the cell's x from plan.csv; plan.json
+    holds the staircase's ranges and kstar_breakeven.png is drawn."""
+    result, _ = grid_plan
+    saved = read_table(result.out / "plan.csv")
+    rounds = {int(r["K"]): int(r["rounds_to_target"]) for r in saved if r["snr_db"] == "30.0"}
+    xs = {}
+    for row in saved:
+        cell = (float(row["snr_db"]), float(row["bandwidth_hz"]))
+        assert int(row["rounds_to_target"]) == rounds[int(row["K"])]
+        xs.setdefault(cell, set()).add(float(row["x"]))
+    assert all(len(x) == 1 for x in xs.values())  # one x per cell, on each of its rows
+    plan = json.loads((result.out / "plan.json").read_text())
+    kstar = {(b["snr_db"], b["bandwidth_hz"]): b["K_star"] for b in plan["best"]}
+    for cell, (x,) in xs.items():
+        assert x > 0
+        assert kstar[cell] == kstar_of_x(rounds, x), (cell, x, rounds)
+        mine = [r for r in saved if (float(r["snr_db"]), float(r["bandwidth_hz"])) == cell]
+        assert [int(r["K"]) for r in mine if r["is_best"] == "1"] == [kstar[cell]]
+    # x falls as SNR and bandwidth grow; more than one K* over the grid
+    x_of = {cell: x for cell, (x,) in xs.items()}
+    assert x_of[0.0, 1e5] > x_of[0.0, 1e7] and x_of[0.0, 1e5] > x_of[30.0, 1e5]
+    assert len(set(kstar.values())) > 1
+    breakeven = plan["breakeven"]
+    assert breakeven["off_staircase"] == []
+    assert breakeven["rounds_by_k"] == {str(k): r for k, r in rounds.items()}
+    assert [
+        (b["x_low"], math.inf if b["x_high"] is None else b["x_high"], b["K_star"])
+        for b in breakeven["breakpoints"]
+    ] == breakpoints(rounds)
+    assert result.breakeven == breakeven
+    assert (result.out / "kstar_breakeven.png").stat().st_size > 10_000
+
+
 def test_uniform_selection_is_the_same_on_every_channel(grid_plan):
     """The claim behind repricing, for uniform selection: the numpy system engine re-run
     with another cell's channel and the same seed selects exactly the learning run's
@@ -236,6 +273,11 @@ def test_outage_refuses_repricing_and_says_why(tmp_path):
     rows = read_table(tmp_path / "out" / "plan.csv")
     assert [r["priced_by"] for r in rows] == ["run", "run"]
     assert not (tmp_path / "out" / "learning").exists()
+    # no break-even view: R(K) may depend on the cell; said in plan.json and on the console
+    assert "break-even view skipped: repricing is not valid" in result.output
+    assert plan["breakeven"]["skipped"].startswith("repricing is not valid (channel.outage")
+    assert not (tmp_path / "out" / "kstar_breakeven.png").exists()
+    assert "x" in rows[0]  # the column is there without the staircase
     assert (tmp_path / "out" / "cells" / "snr=10__bw=1e+06" / "sweep.csv").exists()
 
 

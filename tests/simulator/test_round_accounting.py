@@ -1,4 +1,4 @@
-"""A round's time and energy equal hand-computed values (WIRELESS.md formulas)."""
+"""A round's time and energy equal hand-computed values (docs/models.md formulas)."""
 
 import math
 

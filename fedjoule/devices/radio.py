@@ -1,0 +1,269 @@
+"""Radio power models: what a device's radio draws while it transmits, receives, connects
+from idle (promotion), stays connected after its last packet (tail) and idles between its
+download and its upload (docs/models.md#measured-radio-models).
+
+Models (`population.device_classes[].radio.model`):
+
+- `radiated` (default): transmit at the radiated power p (`tx_power_dbm`), receive at
+  `rx_power_w`; no states. The wireless-FL theory papers' model.
+- `linear`: a linear power amplifier, P_tx = p / pa_efficiency + circuit_power_w, the
+  ns-3 WiFi LinearWifiTxCurrentModel (I = p / (V eta) + I_idle, so P = V I); the same
+  affine form as the EARTH model (Auer et al., "How much energy is needed to run a
+  wireless network?", IEEE Wireless Communications 18(5), 2011: P_in = P_0 + Delta_p
+  P_out), which is fitted there to base stations. Receive at `rx_power_w`; no states.
+- `lte`, `wifi`, `nbiot`: measured device power, affine in the throughput T (Mbit/s) of
+  the transfer (Huang et al., MobiSys 2012):
+
+      P_up   = uplink_w_per_mbps   x T_up   + uplink_base_power_w
+      P_down = downlink_w_per_mbps x T_down + base_power_w
+
+  so a transfer of S bits in t seconds costs slope x S / 1e6 + base x t whatever its rate
+  did meanwhile; and radio states (simulator/radio_states.py runs them):
+
+      idle --transfer--> promotion (promotion_s at promotion_power_w) --> connected
+      connected --last packet--> tail (tail_s at tail_power_w) --> idle
+      a transfer inside the tail cuts it and pays no promotion
+
+  Idle costs idle_power_w only while the device takes part in a round, between the end
+  of its download and the start of its upload (energy_idle_j).
+
+Defaults (a scenario's null takes these). "checked": the value was read in the source,
+or in public code that carries the source's values; "unverified": the source could not
+be read here, the value is the issue's (#12) or an assumption, and says so.
+
+model / parameter: default (source; checked or not)
+
+- linear / pa_efficiency: 0.10 (ns-3 LinearWifiTxCurrentModel, attribute Eta,
+  src/wifi/model/wifi-tx-current-model.cc; checked)
+- linear / circuit_power_w: 0.82 W (the same model: Voltage 3.0 V x IdleCurrent
+  0.273333 A; checked)
+- lte / uplink_w_per_mbps: 0.43839 W (alpha_u = 438.39 mW per Mbit/s, Huang et al. 2012,
+  Table 3, and ARO's LTE_ALPHA_UP; checked in ARO)
+- lte / downlink_w_per_mbps: 0.05197 W (alpha_d = 51.97 mW per Mbit/s, idem,
+  LTE_ALPHA_DOWN; checked in ARO)
+- lte / base_power_w (both directions): 1.2 W (beta, ARO's LTE_BETA; checked in ARO.
+  Huang et al. give 1288.04 mW: unverified, the paper's table could not be read)
+- lte / promotion_s, promotion_power_w: 0.26 s, 1.21 W (ARO's T_PROMOTION, P_PROMOTION;
+  checked in ARO. Huang et al.: 260.1 ms, 1210.7 mW, unverified)
+- lte / tail_power_w: 1.06 W (ARO's P_TAIL; checked in ARO. Huang et al.: 1060.0 mW)
+- lte / tail_s: 11.576 s (Huang et al. 2012, Table 3, T_tail; from the issue ("about
+  11.6 s"), unverified: the paper's table could not be read. ARO's own timers add up to
+  10.12 s: inactivity 0.1 + short DRX 0.02 + long DRX 10)
+- lte / idle_power_w: 0.01995 W (ARO's RRC_IDLE paging, P_IDLE_PING 0.594 W for
+  T_IDLE_PING 0.043 s every T_IDLE_PING_PERIOD 1.28 s, P_IDLE 0 between; checked in ARO,
+  the average is ours)
+- wifi / base_power_w (both directions, no throughput slope): 0.403 W (ARO's
+  POWER_WIFI_ACTIVE; checked in ARO)
+- wifi / tail_s, tail_power_w: 0.25 s, 0.403 W (ARO's WIFI_TAIL_TIME; ARO charges the
+  tail at the active power; checked in ARO); promotion: none (ARO has none)
+- wifi / idle_power_w: 0.02 W (ARO's POWER_WIFI_STANDBY; checked in ARO)
+- nbiot / uplink_base_power_w: 0.543 W, base_power_w: 0.09 W, idle_power_w: 15e-6 W
+  (transmit at 23 dBm, receive, deep sleep (PSM) 0.015 mW: the 3GPP TR 45.820 power
+  assumptions as used by Ratasuk et al., "NB-IoT system for M2M communication", IEEE
+  WCNC Workshops 2016; unverified at the TR, which could not be read: checked in a public
+  table citing Ratasuk et al.; the idle-mode light sleep there is 2.4 mW)
+- nbiot / tail_s, tail_power_w: 20 s, 0.09 W (an RRC inactivity timer of the order of
+  20 s, spent receiving: unverified assumption)
+- nbiot / promotion_s, promotion_power_w: 0.5 s, 0.09 W (random access and RRC
+  connection setup: unverified assumption)
+
+Huang et al. = J. Huang, F. Qian, A. Gerber, Z. M. Mao, S. Sen, O. Spatscheck, "A close
+examination of performance and power characteristics of 4G LTE networks", MobiSys 2012.
+ARO = AT&T Application Resource Optimizer, now VideoOptimizer
+(github.com/attdevsupport/VideoOptimizer, ARO.Core/src/main/resources/lte.conf and WiFi.conf,
+ProfileFactoryImpl.createLTE/createWiFi).
+"""
+
+import math
+from dataclasses import dataclass, fields
+
+MODELS = ("radiated", "linear", "lte", "wifi", "nbiot")
+MEASURED = ("lte", "wifi", "nbiot")  # affine in throughput
+BITS_PER_MBIT = 1e6
+
+# ARO LTE idle: a 0.043 s paging ping at 0.594 W every 1.28 s, 0 W between (lte.conf)
+_LTE_IDLE_W = 0.594 * 0.043 / 1.28
+
+# Per model, the parameters a scenario may leave null (RadioSection); a model not listing
+# one has it 0. uplink_base_power_w absent: the resolved base_power_w.
+DEFAULTS: dict[str, dict[str, float]] = {
+    "radiated": {},
+    "linear": {
+        "pa_efficiency": 0.10,  # ns-3 LinearWifiTxCurrentModel Eta
+        "circuit_power_w": 3.0 * 0.273333,  # ns-3: Voltage 3.0 V x IdleCurrent 0.273333 A
+    },
+    "lte": {
+        "uplink_w_per_mbps": 438.39e-3,  # ARO LTE_ALPHA_UP (Huang et al. 2012, Table 3)
+        "downlink_w_per_mbps": 51.97e-3,  # ARO LTE_ALPHA_DOWN
+        "base_power_w": 1.2,  # ARO LTE_BETA (Huang et al.: 1288.04 mW, unverified)
+        "promotion_s": 0.26,  # ARO T_PROMOTION (Huang et al.: 260.1 ms)
+        "promotion_power_w": 1.21,  # ARO P_PROMOTION (Huang et al.: 1210.7 mW)
+        "tail_s": 11.576,  # Huang et al. T_tail, from the issue, unverified
+        "tail_power_w": 1.06,  # ARO P_TAIL (Huang et al.: 1060.0 mW)
+        "idle_power_w": _LTE_IDLE_W,  # ARO idle paging, averaged
+    },
+    "wifi": {
+        "base_power_w": 0.403,  # ARO POWER_WIFI_ACTIVE
+        "tail_s": 0.25,  # ARO WIFI_TAIL_TIME
+        "tail_power_w": 0.403,  # ARO: the tail at the active power
+        "idle_power_w": 0.02,  # ARO POWER_WIFI_STANDBY
+    },
+    "nbiot": {
+        "uplink_base_power_w": 0.543,  # TR 45.820 via Ratasuk et al. 2016: transmit
+        "base_power_w": 0.09,  # idem: receive
+        "idle_power_w": 0.015e-3,  # idem: deep sleep (PSM)
+        "tail_s": 20.0,  # assumption: RRC inactivity timer (unverified)
+        "tail_power_w": 0.09,  # assumption: receiving while connected (unverified)
+        "promotion_s": 0.5,  # assumption: random access + RRC setup (unverified)
+        "promotion_power_w": 0.09,  # assumption (unverified)
+    },
+}
+
+
+@dataclass(frozen=True)
+class RadioParams:
+    """A device class's radio, every parameter resolved to a float."""
+
+    model: str = "radiated"
+    tx_power_w: float = 0.2  # radiated power p (the class's tx_power_dbm)
+    rx_power_w: float = 0.1  # receive power of the radiated and linear models
+    pa_efficiency: float = 1.0
+    circuit_power_w: float = 0.0
+    uplink_w_per_mbps: float = 0.0
+    downlink_w_per_mbps: float = 0.0
+    base_power_w: float = 0.0
+    uplink_base_power_w: float = 0.0
+    promotion_s: float = 0.0
+    promotion_power_w: float = 0.0
+    tail_s: float = 0.0
+    tail_power_w: float = 0.0
+    idle_power_w: float = 0.0
+
+
+PARAMETERS = tuple(
+    f.name for f in fields(RadioParams) if f.name not in ("model", "tx_power_w", "rx_power_w")
+)
+_UNSET = {f.name: f.default for f in fields(RadioParams)}  # a parameter no model sets
+
+
+def resolve(radio_section, tx_power_w: float, rx_power_w: float) -> RadioParams:
+    """A RadioSection (or None: radiated) with each null parameter replaced by the model's
+    default (DEFAULTS); `tx_power_w`, `rx_power_w`: the class's radiated and receive power."""
+    model = getattr(radio_section, "model", "radiated")
+    if model not in MODELS:
+        raise ValueError(f"unknown radio model {model!r}; valid: {', '.join(MODELS)}")
+    table = DEFAULTS[model]
+    values = {}
+    for name in PARAMETERS:
+        given = getattr(radio_section, name, None)
+        values[name] = float(given if given is not None else table.get(name, _UNSET[name]))
+    if getattr(radio_section, "uplink_base_power_w", None) is None and (
+        "uplink_base_power_w" not in table
+    ):  # lte, wifi: one base power beta in both directions
+        values["uplink_base_power_w"] = values["base_power_w"]
+    return RadioParams(model, float(tx_power_w), float(rx_power_w), **values)
+
+
+def has_states(p: RadioParams) -> bool:
+    """Whether the radio has promotion, tail or idle costs (the SimPy state machine)."""
+    return p.promotion_s > 0 or p.tail_s > 0 or p.idle_power_w > 0
+
+
+def is_plain_radiated(p: RadioParams) -> bool:
+    """Today's model exactly: radiated power while sending, rx_power_w while receiving."""
+    return p.model == "radiated" and not has_states(p)
+
+
+# ---------------------------------------------------------------------- powers (W)
+def transmit_power_w(p: RadioParams, rate_bps: float, radiated_w: float | None = None) -> float:
+    """Power drawn while sending at `rate_bps` with radiated power `radiated_w` (default:
+    the class's p)."""
+    radiated_w = p.tx_power_w if radiated_w is None else radiated_w
+    if p.model == "radiated":
+        return radiated_w  # E_tx = p * airtime (the wireless-FL papers' model)
+    if p.model == "linear":
+        return radiated_w / p.pa_efficiency + p.circuit_power_w  # P = p / eta + P_c
+    # Huang et al. 2012: P_up = alpha_u * T_up (Mbit/s) + beta
+    return p.uplink_w_per_mbps * rate_bps / BITS_PER_MBIT + p.uplink_base_power_w
+
+
+def receive_power_w(p: RadioParams, rate_bps: float) -> float:
+    """Power drawn while receiving at `rate_bps`."""
+    if p.model in MEASURED:  # Huang et al. 2012: P_down = alpha_d * T_down (Mbit/s) + beta
+        return p.downlink_w_per_mbps * rate_bps / BITS_PER_MBIT + p.base_power_w
+    return p.rx_power_w
+
+
+# ---------------------------------------------------------------------- energies (J)
+def transmit_energy_j(
+    p: RadioParams, bits: float, airtime_s: float, radiated_w: float | None = None
+) -> float:
+    """Energy of sending `bits` in `airtime_s` (every rate profile: the power is affine in
+    the rate, so its integral is slope x bits + base x time)."""
+    if p.model in MEASURED:
+        return p.uplink_w_per_mbps * bits / BITS_PER_MBIT + p.uplink_base_power_w * airtime_s
+    return transmit_power_w(p, 0.0, radiated_w) * airtime_s
+
+
+def receive_energy_j(p: RadioParams, bits: float, airtime_s: float) -> float:
+    """Energy of receiving `bits` in `airtime_s`."""
+    if p.model in MEASURED:
+        return p.downlink_w_per_mbps * bits / BITS_PER_MBIT + p.base_power_w * airtime_s
+    return p.rx_power_w * airtime_s
+
+
+def promotion_energy_j(p: RadioParams, elapsed_s: float | None = None) -> float:
+    """Energy of a promotion (of its first `elapsed_s` when it was cut short)."""
+    t = p.promotion_s if elapsed_s is None else min(elapsed_s, p.promotion_s)
+    return p.promotion_power_w * t
+
+
+def tail_energy_j(p: RadioParams, elapsed_s: float | None = None) -> float:
+    """Energy of a tail: the whole tail, or its first `elapsed_s` (a tail cut by the next
+    transfer)."""
+    t = p.tail_s if elapsed_s is None else min(max(0.0, elapsed_s), p.tail_s)
+    return p.tail_power_w * t
+
+
+def isolated_transfer_energy_j(
+    p: RadioParams, bits: float, rate_bps: float, uplink: bool = True
+) -> float:
+    """Closed form of one transfer with no other transfer within a tail before or after it:
+    promotion + the transfer + the whole tail."""
+    airtime = bits / rate_bps if rate_bps > 0 else math.inf
+    moved = transmit_energy_j(p, bits, airtime) if uplink else receive_energy_j(p, bits, airtime)
+    return promotion_energy_j(p) + moved + tail_energy_j(p)
+
+
+# ---------------------------------------------------------------------- scenarios
+def class_radios(population_section) -> list[RadioParams]:
+    """Every device class's resolved radio, in class order."""
+    from fedjoule.channel.units import dbm_to_w
+
+    return [
+        resolve(getattr(c, "radio", None), float(dbm_to_w(c.tx_power_dbm)), c.rx_power_w)
+        for c in population_section.device_classes
+    ]
+
+
+def numpy_radio_reasons(scenario) -> list[str]:
+    """What the numpy system engine cannot run: radios with promotion, tail or idle states
+    (they need the SimPy engine's per-client radio processes) or whose power follows the
+    throughput (lte, wifi, nbiot). It runs radiated and linear radios without states."""
+    return [
+        f"population.device_classes[{i}].radio.model={p.model} (radio promotion, tail and "
+        "idle states and throughput-dependent power need per-client radio processes)"
+        for i, p in enumerate(class_radios(scenario.population))
+        if has_states(p) or p.model in MEASURED
+    ]
+
+
+def transmit_draw_w(population_section, population):
+    """(N,) power each client draws while sending, for radios whose power does not depend
+    on the rate (radiated: p itself; linear: p / eta + P_c); the numpy system engine's."""
+    draw = population.tx_power_w.copy()
+    for i, p in enumerate(class_radios(population_section)):
+        if p.model == "linear":
+            rows = population.class_index == i
+            draw[rows] = draw[rows] / p.pa_efficiency + p.circuit_power_w
+    return draw
