@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 if TYPE_CHECKING:
     import pandas
@@ -179,14 +179,37 @@ class RunResult:
 
 
 @dataclass
-class SweepResult:
-    """A sweep's folder, its table (sweep.csv: one row per finished run, its grid values,
-    summary and Pareto marks) and its description (sweep.json: grid, options, every run's
-    folder and status)."""
+class FolderResult:
+    """A command's folder, its table (the CSV, one row per line, types restored) and its
+    description (the JSON). Subclasses name the two files."""
+
+    TABLE: ClassVar[str]
+    INFO: ClassVar[str]
 
     folder: Path
     table: list[dict[str, Any]]
     info: dict[str, Any]
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> Self:
+        folder = Path(folder)
+        kind = cls.TABLE.split(".")[0]
+        _need(folder, (cls.TABLE, cls.INFO), f"{kind} folder")
+        return cls(folder, read_table(folder / cls.TABLE), _read_json(folder / cls.INFO))
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The table as a DataFrame (needs pandas)."""
+        return _frame(self.table, type(self).__name__)
+
+
+@dataclass
+class SweepResult(FolderResult):
+    """A sweep's folder, its table (sweep.csv: one row per finished run, its grid values,
+    summary and Pareto marks) and its description (sweep.json: grid, options, every run's
+    folder and status)."""
+
+    TABLE: ClassVar[str] = "sweep.csv"
+    INFO: ClassVar[str] = "sweep.json"
 
     @property
     def status(self) -> dict[str, str]:
@@ -202,25 +225,14 @@ class SweepResult:
         """The results of one of the sweep's runs (a name of `run_folders`)."""
         return RunResult.from_folder(self.run_folders[name])
 
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> SweepResult:
-        folder = Path(folder)
-        _need(folder, ("sweep.csv", "sweep.json"), "sweep folder")
-        return cls(folder, read_table(folder / "sweep.csv"), _read_json(folder / "sweep.json"))
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """The table as a DataFrame (needs pandas)."""
-        return _frame(self.table, "SweepResult")
-
 
 @dataclass
-class PlanResult:
+class PlanResult(FolderResult):
     """A plan's folder, its table (plan.csv: one row per K and channel cell) and its
     description (plan.json: grid, method, K* per cell in `best`)."""
 
-    folder: Path
-    table: list[dict[str, Any]]
-    info: dict[str, Any]
+    TABLE: ClassVar[str] = "plan.csv"
+    INFO: ClassVar[str] = "plan.json"
 
     @property
     def best(self) -> list[dict[str, Any]]:
@@ -233,44 +245,21 @@ class PlanResult:
         """reprice (one learning run per K) or per-cell; `info["reason"]` says why."""
         return self.info["method"]
 
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> PlanResult:
-        folder = Path(folder)
-        _need(folder, ("plan.csv", "plan.json"), "plan folder")
-        return cls(folder, read_table(folder / "plan.csv"), _read_json(folder / "plan.json"))
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """The table as a DataFrame (needs pandas)."""
-        return _frame(self.table, "PlanResult")
-
 
 @dataclass
-class CapacityResult:
+class CapacityResult(FolderResult):
     """A capacity plan's folder, its table (capacity.csv: one row per candidate evaluated)
     and everything else (capacity.json: the scenario's figures, the answer and its
     figures, the limits)."""
 
-    folder: Path
-    table: list[dict[str, Any]]
-    info: dict[str, Any]
+    TABLE: ClassVar[str] = "capacity.csv"
+    INFO: ClassVar[str] = "capacity.json"
 
     @property
     def answer(self) -> float | int | None:
         """The largest clients_per_round or smallest uplink_bandwidth_hz meeting the limits
         (None: none does, or search "none")."""
         return self.info["answer"]
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> CapacityResult:
-        folder = Path(folder)
-        _need(folder, ("capacity.csv", "capacity.json"), "capacity folder")
-        return cls(
-            folder, read_table(folder / "capacity.csv"), _read_json(folder / "capacity.json")
-        )
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """The table as a DataFrame (needs pandas)."""
-        return _frame(self.table, "CapacityResult")
 
 
 # --------------------------------------------------------------------------- values as text

@@ -66,6 +66,12 @@ class RoundSetup:
     weight_decay: float = 0.0
     clip_grad_norm: float | None = None
 
+    def rows(self, index: slice) -> "RoundSetup":
+        """The setup of a subset of the clients (their steps; the rest shared)."""
+        return RoundSetup(
+            self.lr, self.steps[index], self.round_index, self.weight_decay, self.clip_grad_norm
+        )
+
 
 class Algorithm:
     """Base class with FedAvg behaviour; the other algorithms override pieces of it."""

@@ -78,17 +78,25 @@ class BufferedGradient:
     """Per-client gradients of a model with running statistics (batch norm): each client's
     (B,) statistics row goes in with its parameters and comes back updated by the step's
     forward pass; clients that finished their steps keep theirs. `per_client`: one client
-    after another (convolutions on a CPU, as LoopGradient), else all at once with vmap."""
+    after another with plain autograd (convolutions on a CPU: torch.func's batch-norm
+    backward is slower there, benchmarks/RESULTS.md), else all at once with vmap."""
 
     def __init__(self, buffered_loss: Callable, per_client: bool = False):
-        self.grad = grad(buffered_loss, has_aux=True)
-        self.batched = None if per_client else vmap(self.grad)
+        self.buffered_loss = buffered_loss
+        self.batched = None if per_client else vmap(grad(buffered_loss, has_aux=True))
+
+    def _one(self, params, buffers, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.enable_grad():
+            theta = params.detach().requires_grad_(True)
+            loss, updated = self.buffered_loss(theta, buffers, x, y)
+            (g,) = torch.autograd.grad(loss, theta)
+        return g, updated
 
     def __call__(self, params, buffers, x, y, active) -> torch.Tensor:
         if self.batched is not None:
             grads, updated = self.batched(params, buffers, x, y)
         else:
-            pairs = [self.grad(params[i], buffers[i], x[i], y[i]) for i in range(len(params))]
+            pairs = [self._one(params[i], buffers[i], x[i], y[i]) for i in range(len(params))]
             grads = torch.stack([g for g, _ in pairs])
             updated = torch.stack([b for _, b in pairs])
         buffers.copy_(torch.where(active.bool(), updated, buffers))
@@ -157,13 +165,7 @@ class VectorisedExecutor:
         for first in range(0, m, chunk):
             rows = slice(first, first + chunk)
             own = ctx.rows(rows)
-            own_setup = RoundSetup(
-                setup.lr,
-                setup.steps[rows],
-                setup.round_index,
-                setup.weight_decay,
-                setup.clip_grad_norm,
-            )
+            own_setup = setup.rows(rows)
             own_buffers = None if buffers is None else buffers[rows]  # a view: updated in place
             finals.append(self._train(algorithm, own, own_setup, batch_idx[rows], own_buffers))
             for name, value in own.local.items():  # the chunk's working state back
@@ -277,13 +279,7 @@ class SequentialExecutor:
         finals = []
         for i in range(m):
             own = ctx.rows(slice(i, i + 1))
-            own_setup = RoundSetup(
-                setup.lr,
-                setup.steps[i : i + 1],
-                setup.round_index,
-                setup.weight_decay,
-                setup.clip_grad_norm,
-            )
+            own_setup = setup.rows(slice(i, i + 1))
             theta = starts[i : i + 1]
             one = torch.ones((1, 1), dtype=theta.dtype, device=theta.device)
             own_buffers = None if buffers is None else buffers[i]  # a view: updated in place

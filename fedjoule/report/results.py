@@ -18,6 +18,17 @@ import numpy as np
 from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
+# every energy a client spends, in the order of the files' columns (energy_total_j: their
+# sum); the radio states' three are 0 for a radio without states (radio_states.py)
+ENERGY_FIELDS = (
+    "energy_compute_j",
+    "energy_tx_j",
+    "energy_rx_j",
+    "energy_radio_promotion_j",
+    "energy_radio_tail_j",
+    "energy_idle_j",
+)
+
 ROUND_COLUMNS = [
     "round",
     "sim_time_start_s",
@@ -33,12 +44,7 @@ ROUND_COLUMNS = [
     "dropped_overcommit",
     "failed",
     "diverged",
-    "energy_compute_j",
-    "energy_tx_j",
-    "energy_rx_j",
-    "energy_radio_promotion_j",
-    "energy_radio_tail_j",
-    "energy_idle_j",
+    *ENERGY_FIELDS,
     "energy_total_j",
     "cumulative_energy_j",
     "uplink_bits",
@@ -71,12 +77,7 @@ CLIENT_COLUMNS = [
     "tx_power_w",
     "selected",
     "arrived",
-    "energy_compute_j",
-    "energy_tx_j",
-    "energy_rx_j",
-    "energy_radio_promotion_j",
-    "energy_radio_tail_j",
-    "energy_idle_j",
+    *ENERGY_FIELDS,
     "energy_total_j",
     "battery_initial_j",
     "battery_left_j",

@@ -197,11 +197,16 @@ DATASET_NAMES = (
 )
 
 
-def _dataset_plugin_fields(v) -> Iterator[tuple[str, str]]:
+def _factory_field(v, section: str) -> Iterator[tuple[str, str]]:
+    """`factory` is set exactly for name custom."""
     if v.name == "custom" and v.factory is None:
-        yield "factory", "dataset.name custom needs factory: 'file.py:function'"
+        yield "factory", f"{section}.name custom needs factory: 'file.py:function'"
     if v.name != "custom" and v.factory is not None:
-        yield "factory", f"factory is for dataset.name custom, not {v.name}"
+        yield "factory", f"factory is for {section}.name custom, not {v.name}"
+
+
+def _dataset_plugin_fields(v) -> Iterator[tuple[str, str]]:
+    yield from _factory_field(v, "dataset")
     if v.name == "torchvision" and v.class_ is None:
         yield "class", "dataset.name torchvision needs class: e.g. CIFAR100"
     if v.name in ("image-folder", "text") and v.root is None:
@@ -319,10 +324,7 @@ def _zero_init(v) -> Iterator[tuple[str, str]]:
 
 
 def _model_plugin_fields(v) -> Iterator[tuple[str, str]]:
-    if v.name == "custom" and v.factory is None:
-        yield "factory", "model.name custom needs factory: 'file.py:function'"
-    if v.name != "custom" and v.factory is not None:
-        yield "factory", f"factory is for model.name custom, not {v.name}"
+    yield from _factory_field(v, "model")
     if v.name == "torchvision" and v.arch is None:
         yield "arch", "model.name torchvision needs arch: e.g. mobilenet_v3_small"
     if v.name not in ("torchvision", "custom") and v.options:

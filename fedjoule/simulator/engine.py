@@ -33,7 +33,7 @@ from fedjoule.algorithms.learning import (
     train_clients,
 )
 from fedjoule.devices.battery import charge, eligible_mask
-from fedjoule.report.results import finite_or_none
+from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.transfers import overcommit_count, play_clients
@@ -45,16 +45,6 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-# every energy a client spends, in the order of the files' columns (energy_total_j: their
-# sum); the radio states' three are 0 for a radio without states (radio_states.py)
-ENERGY_FIELDS = (
-    "energy_compute_j",
-    "energy_tx_j",
-    "energy_rx_j",
-    "energy_radio_promotion_j",
-    "energy_radio_tail_j",
-    "energy_idle_j",
-)
 LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS)
 SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
 
