@@ -52,17 +52,26 @@ def start_params(ctx: Context, m: int) -> torch.Tensor:
 
 
 class LoopGradient:
-    """Per-client gradients computed client after client into one reused (m, P) buffer.
+    """Per-client gradients computed client after client, by plain autograd, into one
+    reused (m, P) buffer: the gradient of convolutional and recurrent models on a CPU.
 
     vmap turns a convolution over m clients into a grouped convolution, which the CPU
-    backend runs 1.5-1.7x slower than m ordinary ones (measured on a 2-core CPU,
-    benchmarks/RESULTS.md); for convolutional models on a CPU this is the faster way to
-    fill the same (m, P) gradient. Same values as vmap(grad(loss)) to float rounding."""
+    backend runs 1.5-1.7x slower than m ordinary ones; torch.func.grad costs 7-10 % more
+    than autograd for convolutions and runs nn.LSTM's backward as per-time-step
+    operations where autograd calls the fused kernel (5-6x faster for char-lstm; vmap has
+    no batching rule for the LSTM at all). benchmarks/RESULTS.md, "New models". Same
+    values as vmap(grad(loss)) to float rounding."""
 
     def __init__(self, loss: LossFn):
-        self.grad = grad(loss)
+        self.loss = loss
         self._out: list[torch.Tensor] = []
         self._flip = 0
+
+    def grad(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.enable_grad():
+            theta = params.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(self.loss(theta, x, y), theta)
+        return g
 
     def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if not self._out or self._out[0].shape != params.shape:

@@ -117,8 +117,9 @@ def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
 
 def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torch.device):
     """`vectorised`: all clients in one step loop, with the fastest gradient for the model
-    and device (hand-batched for dense models; client by client for convolutional
-    models on a CPU; vmap otherwise); `vmap`: plain vmap(grad), for comparison;
+    and device (hand-batched for dense models; client by client, by plain autograd, for
+    convolutional and recurrent models on a CPU; vmap otherwise); `vmap`: plain
+    vmap(grad), for comparison;
     `compiled`: vmap(grad) through torch.compile (opt-in: on this project's CPU it does
     not pay, benchmarks/RESULTS.md); `sequential`: the reference."""
     buffered_loss = model.loss_and_buffers if model.n_buffers else None
@@ -128,7 +129,8 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
         )
     fast = None
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
-    per_client = kind == "vectorised" and has_conv and device.type == "cpu"
+    recurrent = any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
+    per_client = kind == "vectorised" and (has_conv or recurrent) and device.type == "cpu"
     if kind == "compiled":
         fast = torch.compile(vmap(grad(model.loss)))
     if kind == "vectorised":
