@@ -63,11 +63,15 @@ for _name, (_cls, _config) in ALGORITHMS.items():
 CUSTOM = "custom"
 
 
-class PluginAlgorithmSource(AlgorithmConfig):
-    """Where a plug-in algorithm's code came from (recorded in scenario.yaml)."""
+class PluginSource(AlgorithmConfig):
+    """Where a plug-in's code came from (an algorithm's, a model's or a dataset's): filled
+    in when a scenario is loaded and recorded in scenario.yaml, so that the same code
+    rebuilds the run (a changed file is refused)."""
 
     file: str | None = Field(None, max_length=4096, description="Absolute path of the file.")
-    module: str | None = Field(None, max_length=1000, description="Module it was imported as.")
+    module: str | None = Field(
+        None, max_length=1000, description="Module it was imported as (`package.module` specs)."
+    )
     sha256: str | None = Field(
         None, pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's content."
     )
@@ -128,7 +132,7 @@ def named_section(name: str, config: type[AlgorithmConfig]) -> type[AlgorithmCon
         f"{config.__name__}Section",
         __base__=config,
         name=(Literal[name], name),
-        source=(PluginAlgorithmSource | None, None),
+        source=(PluginSource | None, None),
     )
 
 
@@ -149,7 +153,7 @@ def custom_section(config: type[AlgorithmConfig]) -> type[AlgorithmConfig]:
             ),
         ),
         options=(SerializeAsAny[config], Field(default_factory=config)),
-        source=(PluginAlgorithmSource | None, None),
+        source=(PluginSource | None, None),
     )
 
 
@@ -208,11 +212,11 @@ def _resolve(value: Any, handler, info) -> AlgorithmConfig:
     try:  # record where a plug-in's code came from (and refuse it if it has changed)
         if section.name == CUSTOM:
             _, source = load_spec(section.class_, plugin_dirs(), _recorded(section.source))
-            section.source = PluginAlgorithmSource(**source)
+            section.source = PluginSource(**source)
         elif "source" in type(section).model_fields:
             _, source = entry_target(REGISTRY.get("algorithm", section.name))
             check_unchanged(section.name, source, _recorded(section.source))
-            section.source = PluginAlgorithmSource(**source)
+            section.source = PluginSource(**source)
     except PluginError as exc:
         raise _located("source", str(exc), value.get("source")) from None
     return section

@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from fedjoule.algorithms.fedavg import FedAvgConfig
-from fedjoule.algorithms.registry import AlgorithmSection
+from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError, load_spec, plugin_dirs
 
@@ -149,20 +149,6 @@ def _found(value: str):
             return (folder / path).resolve()
     tried = ", ".join(str(f / path) for f in (*plugin_dirs(), Path.cwd()))
     raise PluginError(f"{value} not found (looked at {tried})")
-
-
-class PluginSource(Section):
-    """Where a plug-in's code came from: filled in when a scenario is loaded and recorded in
-    scenario.yaml, so that the same code rebuilds the run (a changed file is refused)."""
-
-    file: str | None = Field(None, max_length=4096, description="Absolute path of the file.")
-    module: str | None = Field(
-        None, max_length=1000, description="Module it was imported as (`package.module` specs)."
-    )
-    sha256: str | None = Field(
-        None, pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's content."
-    )
-    entry_point: str | None = Field(None, max_length=1000, description="Entry point's target.")
 
 
 PluginSpec = Annotated[
