@@ -2,8 +2,11 @@
 
 For each model the implementations train the same 10 clients on the same minibatch
 indices, round by round in turns (the order rotates every round), so that the
-machine's drift cancels; ratios are taken round by round, then the
-median. Times are per local step of all 10 clients.
+machine's drift cancels; ratios are taken round by round, then the median. Times are
+per local step of all 10 clients. The machine is shared: a timing during which other
+processes used more than 10 % of its CPUs (from /proc/stat) is marked `*` and left out
+of the figures, and rounds go on (up to twice as many) until each implementation has
+its number of clean ones. Page faults per step are recorded too.
 - vectorised: fedjoule's executor as `make_executor("vectorised")` builds it (on a CPU,
   client by client by plain autograd into one (m, P) gradient for convolutional and
   recurrent models, LoopGradient; with batch norm's running statistics,
@@ -11,8 +14,8 @@ median. Times are per local step of all 10 clients.
 - sequential: the reference SequentialExecutor (one client at a time, plain autograd);
 - vmap: the same step loop with plain `vmap(grad(loss))` (`make_executor("vmap")`);
 - loop_func (convolutional and recurrent models without running statistics): the same
-  step loop with client-by-client gradients by `torch.func.grad` (FuncLoopGradient), the
-  convolutional models' path before plain autograd was measured faster;
+  step loop with client-by-client gradients by `torch.func.grad` (FuncLoopGradient, the
+  convolutional models' path before this benchmark);
 - big_batch: ONE nn.Module and torch.optim.SGD trained on all 10 clients' batches of a
   step stacked into one batch (10 B samples, the same number of steps): the compute
   limit, the same arithmetic without per-client weights.
@@ -23,8 +26,8 @@ Inputs are random tensors of the real shapes (3x32x32 images, 10 classes; sequen
     .venv/bin/python benchmarks/model_speed.py [--keep-freed-memory]
 
 `--keep-freed-memory` times the same with glibc malloc keeping freed memory (no mmap, no
-trim), which removes the page faults that take half of a ResNet-18 step on this machine;
-the results file keeps one entry per mode.
+trim), which removes the page faults (up to half of a ResNet-18 step on this machine);
+the results file keeps one entry per mode. About 7 minutes each on 2 idle cores.
 """
 
 import argparse

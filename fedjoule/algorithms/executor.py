@@ -56,8 +56,8 @@ class LoopGradient:
     reused (m, P) buffer: the gradient of convolutional and recurrent models on a CPU.
 
     vmap turns a convolution over m clients into a grouped convolution, which the CPU
-    backend runs 1.5-1.7x slower than m ordinary ones; torch.func.grad costs 7-10 % more
-    than autograd for convolutions and runs nn.LSTM's backward as per-time-step
+    backend runs 1.5-1.7x slower than m ordinary ones; torch.func.grad is level with
+    autograd for convolutions over whole rounds, and runs nn.LSTM's backward as per-time-step
     operations where autograd calls the fused kernel (5-6x faster for char-lstm; vmap has
     no batching rule for the LSTM at all). benchmarks/RESULTS.md, "New models". Same
     values as vmap(grad(loss)) to float rounding."""
