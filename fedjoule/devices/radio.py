@@ -62,10 +62,15 @@ model / parameter: default (source; checked or not)
   assumptions as used by Ratasuk et al., "NB-IoT system for M2M communication", IEEE
   WCNC Workshops 2016; unverified at the TR, which could not be read: checked in a public
   table citing Ratasuk et al.; the idle-mode light sleep there is 2.4 mW)
-- nbiot / tail_s, tail_power_w: 20 s, 0.09 W (an RRC inactivity timer of the order of
-  20 s, spent receiving: unverified assumption)
-- nbiot / promotion_s, promotion_power_w: 0.5 s, 0.09 W (random access and RRC
-  connection setup: unverified assumption)
+- nbiot / tail_s, tail_power_w: 10 s, 0.09 W (the RRC inactivity timer T_i = 10 s of
+  the NB-IoT energy model of Andres-Maldonado et al., "Optimized LTE data transmission
+  procedures for IoT: device side energy consumption analysis", IEEE ICC Workshops 2017,
+  as set in its public implementation github.com/peteryej/LoRaWAN-NBIoTEnergyModels,
+  NBIoTEnergyModel/config.py; checked there, not in the paper), spent at the receive power
+- nbiot / promotion_s, promotion_power_w: 0.0825 s, 0.09 W (random access and connection
+  set-up: 2.5 ms before the preamble + 10 ms random-access response + 16 ms contention
+  resolution + 54 ms S1 processing, the same implementation's timings (checked there),
+  at the receive power; the preamble's and Msg3's own transmissions are left out)
 
 Huang et al. = J. Huang, F. Qian, A. Gerber, Z. M. Mao, S. Sen, O. Spatscheck, "A close
 examination of performance and power characteristics of 4G LTE networks", MobiSys 2012.
@@ -112,10 +117,10 @@ DEFAULTS: dict[str, dict[str, float]] = {
         "uplink_base_power_w": 0.543,  # TR 45.820 via Ratasuk et al. 2016: transmit
         "base_power_w": 0.09,  # idem: receive
         "idle_power_w": 0.015e-3,  # idem: deep sleep (PSM)
-        "tail_s": 20.0,  # assumption: RRC inactivity timer (unverified)
-        "tail_power_w": 0.09,  # assumption: receiving while connected (unverified)
-        "promotion_s": 0.5,  # assumption: random access + RRC setup (unverified)
-        "promotion_power_w": 0.09,  # assumption (unverified)
+        "tail_s": 10.0,  # RRC inactivity timer T_i (Andres-Maldonado et al. 2017's model)
+        "tail_power_w": 0.09,  # receiving while connected
+        "promotion_s": 0.0825,  # random access + set-up: 2.5 + 10 + 16 + 54 ms (idem)
+        "promotion_power_w": 0.09,  # at the receive power
     },
 }
 

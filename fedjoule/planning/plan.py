@@ -142,31 +142,21 @@ class PlanOptions:
         return list(dict.fromkeys([(s[0], b[0]), (s[0], b[-1]), (s[-1], b[0]), (s[-1], b[-1])]))
 
 
-REPRICED = ("radiated", "linear")  # radio models whose energy repricing scales exactly
-
-
 def reprice_blockers(scenario: Scenario) -> list[str]:
     """Why the channel could change who takes part (empty: one learning run per K prices
     the grid). The rule: nothing that depends on the channel decides selection, arrival
     or eligibility. Packet errors depend on the SNR; a deadline or an over-commit quota
     on the transfer times; time-driven availability (markov, diurnal, trace) on the
     simulated clock, which the channel moves. Batteries are checked during each replay
-    (a client at its threshold is a violation), not here."""
+    (a client at its threshold is a violation), not here. Radio states (promotion, tail,
+    idle) do not block: they change what a transfer costs, not who takes part, and the
+    replay is a SimPy run that times them on the cell's channel."""
     reasons = []
     channel, round_ = scenario.channel, scenario.round
     if channel.outage != "none":
         reasons.append(
             f"channel.outage={channel.outage}: packet errors depend on the SNR, so who "
             "arrives depends on the channel"
-        )
-    stateful = sorted(
-        {c.name for c in scenario.population.device_classes if c.radio.model not in REPRICED}
-    )
-    if stateful:
-        reasons.append(
-            f"device classes {', '.join(stateful)}: their radios' promotion and tail "
-            "energy depends on the timing of transfers, which the channel changes (the "
-            "repricing covers the radiated and linear radio models)"
         )
     if channel.rate == "fixed":
         reasons.append(

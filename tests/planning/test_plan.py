@@ -229,14 +229,22 @@ def test_uniform_selection_is_the_same_on_every_channel(grid_plan):
 
 
 def test_repriced_grid_equals_per_cell_runs_with_drdm(tmp_path):
-    """DRDM's learnt (lambda) selection and its probe set: the grid priced from one run per
-    K equals, exactly, a learning run in every cell."""
+    """DRDM's learnt (lambda) selection and its probe set, half the devices on an LTE radio
+    (promotion, an 11.6 s tail that spans rounds, idle power): the grid priced from one run
+    per K equals, exactly, a learning run in every cell."""
     source = scenario_file(
         tmp_path,
         algorithm__name="drdm",
         training__target_value=0.65,
         channel__fading="rayleigh",
     )
+    data = yaml.safe_load(open(source))
+    node = data["population"]["device_classes"][0]
+    node["share"] = 0.5
+    data["population"]["device_classes"].append(
+        {**node, "name": "lte-node", "radio": {"model": "lte"}}
+    )
+    open(source, "w").write(yaml.safe_dump(data))
     grid = dict(k_values=[1, 5], snr_db=[0.0, 30.0], bandwidth_hz=[1e5, 1e7])
     repriced = run_plan(source, tmp_path / "repriced", [], options(**grid))
     per_cell = run_plan(source, tmp_path / "per-cell", [], options(per_cell=True, **grid))
@@ -252,6 +260,9 @@ def test_repriced_grid_equals_per_cell_runs_with_drdm(tmp_path):
         reached += a[key]["reached"]
     assert reached == 8  # most (K, cell) reach the target: the equality is about numbers
     assert repriced.best == per_cell.best
+    cell = per_cell.out / "cells" / "snr=0__bw=100000" / "runs" / "local_steps=5"
+    tail = read_table(cell / "rounds.csv")
+    assert sum(float(row["energy_radio_tail_j"]) for row in tail) > 0  # the LTE radios ran
     # the probe sets were recorded and replayed
     run_dir = repriced.out / "learning" / "runs" / "local_steps=5"
     world = build_system_world(load_scenario(source, ["training.local_steps=5"]))
