@@ -646,7 +646,7 @@ def sweep(
     created = not folder.exists()
     source, written = _source(scenario, folder)
 
-    def on_plan(points, states) -> None:
+    def on_plan(points, states, folders) -> None:
         done = sum(s == "done" for s in states.values())
         partial = sum(s == "partial" for s in states.values())
         say(
@@ -755,8 +755,10 @@ def capacity(
     search: str = "clients_per_round",
     deadline_s: float | None = None,
     energy_budget_j: float | None = None,
-    rounds: int = 10,
-    quantile: float = 1.0,
+    rounds: int | None = None,
+    quantile: float = 0.95,
+    over: str = "clients",
+    seeds: int | Sequence[int] | None = None,
     quiet: bool = True,
 ) -> CapacityResult:
     """Capacity planning without training (`fedjoule capacity`): capacity.csv (every
@@ -765,9 +767,12 @@ def capacity(
     search: clients_per_round (the largest m meeting the limits), uplink_bandwidth_hz (the
     smallest B, to 0.1 %) or none (the scenario's own figures). deadline_s: round time
     limit (default the scenario's round.deadline_s); energy_budget_j: per-device energy
-    limit per round; rounds: system-only rounds simulated per candidate; quantile: judge
-    round time and device energy at this quantile (1: the worst). quiet: False prints
-    the figures table.
+    limit per round; rounds: system-only rounds simulated per candidate (None: enough for
+    20 observations above the quantile); quantile: judge the time and device energy at
+    this quantile (1: the worst); over: clients (the time from a round's start to each
+    client's arrival, over client-rounds) or rounds (each round's whole duration); seeds:
+    a count N (seeds 0..N-1) or a list: the answer per seed and its mean and 95 % CI.
+    quiet: False prints the figures table.
     """
     from fedjoule.errors import FedjouleError
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -786,6 +791,8 @@ def capacity(
     folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
     check_out_folder(folder)
     world = build_system_world(loaded)
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = list(range(seeds)) if seeds >= 1 else None
     figures = plan_capacity(
         loaded,
         world,
@@ -794,6 +801,8 @@ def capacity(
         energy_budget_j=energy_budget_j,
         rounds=rounds,
         quantile=quantile,
+        over=over,
+        seeds=list(seeds) if seeds else None,
     )
     if not quiet:
         from rich.console import Console

@@ -16,6 +16,7 @@ from rich.text import Text
 from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.run_progress import RunsProgress, many_runs_progress
 
 EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
 
@@ -100,6 +101,16 @@ def plugin_label(section, spec_field: str) -> str:
     return f"{section.name} {spec}" if spec else section.name
 
 
+def use_plot_formats(text: str) -> None:
+    """--plot-format: every plot of this command (and of the runs it starts) in these."""
+    from fedjoule.report.figures import set_plot_formats
+
+    try:
+        set_plot_formats(text)
+    except FedjouleError as exc:
+        raise FedjouleError(f"--plot-format {text!r}: {exc}") from None
+
+
 def scenario_label(scenario: str) -> str:
     """A built-in scenario's name, or a YAML file's stem."""
     return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
@@ -157,6 +168,22 @@ ManyDeviceOption = Annotated[
         "when cuda (auto: when the cluster has GPUs)."
     ),
 ]
+PlotFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--plot-format",
+        help="Plot formats, comma-separated: png (always written), pdf, svg; e.g. png,pdf "
+        "writes every plot also as PDF beside its PNG.",
+    ),
+]
+SeedsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Repeat over seeds: N (seeds 0..N-1) or a list 3,7,11. One run folder per seed "
+        "and aggregate.csv/json with <field>_mean, _std and _ci95 (95 % Student-t CI over "
+        "seeds) of every summary figure (docs/seeds.md).",
+    ),
+]
 
 
 @app.command()
@@ -197,6 +224,8 @@ def run(
             "spill to client_state.bin in the run folder.",
         ),
     ] = 2048,
+    seeds: SeedsOption = None,
+    plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     no_train: Annotated[
         bool,
@@ -215,6 +244,31 @@ def run(
     ] = "auto",
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    use_plot_formats(plot_format)
+    if seeds is not None:
+        if no_train or resume or executor != "vectorised":
+            raise FedjouleError(
+                "--seeds runs the seeds as a sweep (one folder each, restartable by running "
+                "the same command again); it cannot be combined with --no-train, --resume or "
+                "--executor"
+            )
+        return sweep(
+            scenario=scenario,
+            grid=None,
+            set_=set_,
+            backend="local",
+            address=None,
+            workers=None,
+            out=out or stamped_folder("runs", f"{scenario_label(scenario)}-seeds"),
+            threads_per_run=threads or 1,
+            device=device,
+            data_dir=data_dir,
+            pareto_accuracy="final_accuracy",
+            pareto_to_target=False,
+            seeds=seeds,
+            plot_format=plot_format,
+            quiet=quiet,
+        )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
     import torch
@@ -344,12 +398,32 @@ def print_warnings(scenario) -> None:
 
 
 def print_summary(summary: dict) -> None:
+    """The summary table, then its `warnings` (failed rounds, dropped clients) in yellow."""
     table = Table(title="summary", show_header=False)
     for key, value in summary.items():
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        table.add_row(key, "—" if value is None else str(value))
+        if key != "warnings":
+            table.add_row(key, summary_value(key, value))
     console.print(table)
+    for warning in summary.get("warnings") or []:
+        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
+
+
+def summary_value(key: str, value) -> str:
+    """A summary value as printed: thousands separated, floats to 4 digits, and times in
+    seconds (`..._s`) of a minute or more also in min, h or d ('25,000 (6.9 h)')."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = f"{value:,.0f}" if 1000 <= abs(value) < 1e12 else f"{value:.4g}"
+    if key.endswith("_s") and 60 <= value < float("inf"):
+        for unit, seconds in (("d", 86400), ("h", 3600), ("min", 60)):
+            if value >= (2 * seconds if unit == "d" else seconds):
+                return f"{text} ({value / seconds:.1f} {unit})"
+    return text
 
 
 ParetoAccuracy = Annotated[
@@ -373,14 +447,14 @@ ParetoToTarget = Annotated[
 def sweep(
     scenario: Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")],
     grid: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--grid",
             "-g",
             help="A scenario key and its values: dotted.key=v1,v2,... (repeatable; the sweep "
-            "runs the cartesian product).",
+            "runs the cartesian product; optional with --seeds).",
         ),
-    ],
+    ] = None,
     set_: SetOption = None,
     backend: BackendOption = "local",
     address: AddressOption = None,
@@ -397,14 +471,26 @@ def sweep(
     data_dir: DataDirOption = None,
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
+    seeds: SeedsOption = None,
+    plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
-    and Pareto plots. Finished runs are skipped and partial ones resumed on a restart."""
+    and Pareto plots. Finished runs are skipped and partial ones resumed on a restart.
+    With --seeds, every point once per seed, and aggregate.csv/json, band plots and
+    Pareto fronts over the means."""
+    use_plot_formats(plot_format)
 
     from fedjoule.planning.pareto import Objective
     from fedjoule.planning.sweep import SweepOptions, run_sweep
-    from fedjoule.report.compare import summary_table
+    from fedjoule.report.compare import aggregate_table, summary_table
+    from fedjoule.seeds import parse_seeds
+
+    seed_list = parse_seeds(seeds)
+    if not grid and not seed_list:
+        raise FedjouleError(
+            "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
+        )
 
     options = SweepOptions(
         backend=backend,
@@ -417,14 +503,12 @@ def sweep(
     )
     out = out or stamped_folder("sweeps", scenario_label(scenario))
     check_out_folder(out)
-    progress = progress_bar(quiet)
-    task = None
+    watch = RunsProgress(many_runs_progress(console, quiet))
 
-    def on_plan(points, states) -> None:
-        nonlocal task
+    def on_plan(points, states, folders) -> None:
         done = sum(s == "done" for s in states.values())
         partial = sum(s == "partial" for s in states.values())
-        console.print(
+        watch.progress.console.print(
             Text.assemble(
                 bold("sweep"),
                 f" {len(points)} runs on {backend}: {done} finished (skipped), "
@@ -432,19 +516,29 @@ def sweep(
             ),
             soft_wrap=True,
         )
-        task = progress.add_task("runs", total=len(points), completed=done, status="")
-
-    def on_run(run_name: str, status: str) -> None:
-        progress.update(task, advance=1, status=f"{run_name} {status}")
+        watch.on_plan(points, states, folders)
 
     def stopped() -> str:
         return f"interrupted; run the same command with --out {out} to finish the sweep"
 
-    with stop_message(stopped), progress:
-        result = run_sweep(scenario, grid, out, set_ or [], options, on_plan=on_plan, on_run=on_run)
-    console.print(summary_table(result.rows, title="sweep"))
+    with stop_message(stopped), watch:
+        result = run_sweep(
+            scenario,
+            grid or [],
+            out,
+            set_ or [],
+            options,
+            on_plan=on_plan,
+            on_run=watch.on_run,
+            seeds=seed_list,
+        )
+    keys = [k for k in result.rows[0] if k in result.grid_keys] if result.rows else []
+    console.print(summary_table(result.rows, keys=keys, title="sweep"))
+    if seed_list:
+        console.print(aggregate_table(result.aggregate, keys, title="mean ± 95 % CI over seeds"))
+    files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
     console.print(
-        Text.assemble("results in ", bold(result.out), " (sweep.csv, sweep.json, pareto_*.png)"),
+        Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),
         soft_wrap=True,
     )
 
@@ -462,17 +556,30 @@ def report(
     ] = None,
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
+    plot_format: PlotFormatOption = "png",
 ) -> None:
     """Compare runs: accuracy against round, simulated time and energy (one line per run),
-    a table of their summaries (report.csv) and the Pareto fronts."""
+    a table of their summaries (report.csv, with a sweep's grid values) and the Pareto
+    fronts. Runs of one scenario that differ only in their seed are taken as repetitions:
+    aggregate.csv/json (mean, std, 95 % CI), band plots and fronts over the means."""
+    use_plot_formats(plot_format)
     from fedjoule.planning.pareto import Objective
-    from fedjoule.report.compare import compare_runs, default_report_dir, summary_table
+    from fedjoule.report.compare import (
+        aggregate_table,
+        compare_runs,
+        default_report_dir,
+        summary_table,
+    )
 
     objective = Objective(pareto_accuracy, pareto_to_target)
     out = out or default_report_dir()
     check_out_folder(out)
     result = compare_runs(run_dirs, out, objective)
     console.print(summary_table(result.rows, title="runs"))
+    if result.aggregate:
+        console.print(
+            aggregate_table(result.aggregate, [], title="runs repeated over seeds: mean ± 95 % CI")
+        )
     files = ", ".join(f.name for f in result.files)
     console.print(Text.assemble("report in ", bold(result.out), f": {files}"), soft_wrap=True)
 
@@ -496,15 +603,37 @@ def capacity(
         float | None, typer.Option(min=0, help="Per-device energy limit per round (J).")
     ] = None,
     rounds: Annotated[
-        int, typer.Option(min=1, help="System-only rounds simulated per candidate.")
-    ] = 10,
+        int | None,
+        typer.Option(
+            min=1,
+            help="System-only rounds simulated per candidate (default: enough that 20 "
+            "observations lie above the quantile: ceil(20 / (1 - q)) over rounds, 400 at "
+            "q = 0.95; ceil(20 / ((1 - q) m)) over clients, at least 20).",
+        ),
+    ] = None,
     quantile: Annotated[
         float,
         typer.Option(
-            help="Judge the round time and device energy at this quantile over rounds and "
-            "participations (1: the worst)."
+            help="Judge the time and the device energy at this quantile (1: the worst): "
+            "the energy over client-rounds, the time as --over says."
         ),
-    ] = 1.0,
+    ] = 0.95,
+    over: Annotated[
+        str,
+        typer.Option(
+            help="clients: the time quantile is over the client-rounds that arrive (time "
+            "from the round's start to the arrival: at most 1 - q of the uploads miss the "
+            "deadline); rounds: over rounds (the round's duration, its last arrival)."
+        ),
+    ] = "clients",
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            help="Plan over seeds: N (seeds 0..N-1) or a list 3,7,11, each its own world; "
+            "the answer per seed, its mean, std and 95 % CI, and per candidate the seed "
+            "mean and ci95 of every figure in capacity.csv.",
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Output folder (default runs/<name>-capacity-<time>).")
     ] = None,
@@ -513,25 +642,33 @@ def capacity(
     """Capacity planning without training: rounds per hour, airtime per cell, energy per round
     and per device class, battery drain per day, and the largest clients_per_round (or the
     smallest uplink bandwidth) meeting a round deadline and a per-device energy budget.
-    Writes capacity.csv (every candidate) and capacity.json."""
+    Every candidate sees the same world and random draws; the candidates are scanned and
+    non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
+    capacity.json (docs/system-engine.md#capacity)."""
 
     from fedjoule.planning.capacity import plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
     from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.seeds import parse_seeds
     from fedjoule.simulator.system_world import build_system_world
 
+    seed_list = parse_seeds(seeds)
     loaded = load_scenario(scenario, set_ or [])
     folder = out or stamped_folder("runs", f"{loaded.name}-capacity")
     check_out_folder(folder)
-    world = build_system_world(loaded)
+    world = None if seed_list else build_system_world(loaded)
     progress = progress_bar(quiet)
     with progress:
         task = progress.add_task("candidates", total=None, status="")
 
         def on_step(figures: dict) -> None:
+            def g(key: str) -> str:
+                return "—" if figures[key] is None else f"{figures[key]:.4g}"
+
             status = (
-                f"m={figures['clients_per_round']}, B={figures['uplink_bandwidth_hz']:.4g} Hz: "
-                f"round {figures['round_time_s']:.4g} s, device {figures['device_energy_j']:.4g} J"
+                f"seed {figures['seed']}, m={figures['clients_per_round']}, "
+                f"B={g('uplink_bandwidth_hz')} Hz: client {g('client_time_s')} s, "
+                f"round {g('round_time_s')} s, device {g('device_energy_j')} J"
             )
             progress.update(task, advance=1, status=status)
 
@@ -543,6 +680,8 @@ def capacity(
             energy_budget_j=energy_budget_j,
             rounds=rounds,
             quantile=quantile,
+            over=over,
+            seeds=seed_list,
             on_step=on_step,
         )
     print_capacity(console, loaded, plan)
@@ -603,16 +742,23 @@ def plan(
     threads_per_run: ThreadsPerRunOption = 1,
     device: ManyDeviceOption = "auto",
     data_dir: DataDirOption = None,
+    seeds: SeedsOption = None,
+    plot_format: PlotFormatOption = "png",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
     One learning run per K prices the whole grid when the channel cannot change who takes
     part; otherwise every (K, cell) runs. Writes plan.csv, plan.json, kstar_heatmap.png,
     energy_vs_k.png and, where repricing is valid, kstar_breakeven.png (K* against x, the
-    communication energy per round over the energy per local step)."""
+    communication energy per round over the energy per local step). With --seeds, every
+    learning run once per seed: R(K) and E_total as mean ± 95 % CI, K* on the means and
+    the K indistinguishable from it (plan.csv, plan.json), plan_seeds.csv per seed."""
+    use_plot_formats(plot_format)
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
     from fedjoule.planning.sweep import SweepOptions
+    from fedjoule.seeds import parse_seeds
 
     snrs = parse_numbers("--snr-db", snr_db, float)
     bandwidths = parse_numbers("--bandwidth-hz", bandwidth_hz, float, minimum=1e-300)
@@ -623,6 +769,7 @@ def plan(
         max_rounds=max_rounds,
         plot_cells=parse_cells(cells, snrs, bandwidths) if cells else None,
         per_cell=per_cell,
+        seeds=parse_seeds(seeds),
         sweep=SweepOptions(
             backend=backend,
             address=address,
@@ -638,22 +785,40 @@ def plan(
     def stopped() -> str:
         return f"interrupted; run the same command with --out {folder} to resume its runs"
 
-    with stop_message(stopped):
+    watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
+    with stop_message(stopped), watch:
         result = run_plan(
-            scenario, folder, set_ or [], options, say=lambda s: console.print(s, soft_wrap=True)
+            scenario,
+            folder,
+            set_ or [],
+            options,
+            say=lambda s: watch.progress.console.print(s, soft_wrap=True),
+            on_plan=watch.on_plan,
+            on_run=watch.on_run,
+            on_replays=watch.replays,
+            on_replay=watch.replayed,
         )
     table = Table(title=f"K* per cell ({result.method})")
-    for column in ("SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"):
-        table.add_column(column)
+    columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
+    if options.seeds:
+        columns[3:] = ["R(K*) mean", "E_total (J) mean ± 95 % CI", "indistinguishable K"]
+    for column in columns:
+        table.add_column(column, overflow="fold")
     for b in result.best:
         found = b["K_star"] is not None
-        table.add_row(
+        energy = f"{b['E_total_j']:.4g}" if found else ""
+        if found and b.get("E_total_j_ci95") is not None:
+            energy += f" ± {b['E_total_j_ci95']:.2g}"
+        same = ", ".join(map(str, b.get("indistinguishable", [])))
+        rounds = b.get("rounds_to_target", "")
+        cells = [
             f"{b['snr_db']:g}",
             f"{b['bandwidth_hz']:g}",
             str(b["K_star"]) if found else "no K reaches the target",
-            str(b.get("rounds_to_target", "")) if found else "",
-            f"{b['E_total_j']:.4g}" if found else "",
-        )
+            (f"{rounds:.4g}" if isinstance(rounds, float) else str(rounds)) if found else "",
+            energy,
+        ]
+        table.add_row(*cells, *([same] if options.seeds else []))
     console.print(table)
     console.print(f"method: {result.method}: {result.reason}", soft_wrap=True)
     console.print(

@@ -332,7 +332,8 @@ def test_plan_mistakes(tmp_path):
 
 
 def test_capacity_returns_what_the_command_line_writes(tmp_path):
-    args = ["capacity", "default", "--rounds", "3", "--out", str(tmp_path / "cli"), "-q"]
+    args = ["capacity", "default", "--rounds", "3"]
+    args += ["--out", str(tmp_path / "cli"), "-q"]
     for s in SMALL_SETS:
         args += ["--set", s]
     assert invoke(args) == 0

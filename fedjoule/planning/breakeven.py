@@ -24,15 +24,18 @@ from fractions import Fraction
 Segment = tuple[float, float, int]  # (x_low, x_high, K): K* = K for x_low < x <= x_high
 
 
-def _reached(rounds_by_k: dict[int, int | None]) -> dict[int, int]:
-    """The K that reach the target (R(K) not None) and their R(K), validated."""
+def _reached(rounds_by_k: dict[int, float | None]) -> dict[int, Fraction]:
+    """The K that reach the target (R(K) not None) and their R(K), validated: K an integer
+    >= 1, R(K) a number >= 1 (an integer for one seed, a mean over seeds otherwise),
+    kept exact as a Fraction."""
     reached = {}
     for k, rounds in rounds_by_k.items():
         if rounds is None:
             continue
-        if int(k) != k or k < 1 or int(rounds) != rounds or rounds < 1:
-            raise ValueError(f"K={k!r}, R(K)={rounds!r}: K and R(K) must be integers >= 1")
-        reached[int(k)] = int(rounds)
+        ok = isinstance(rounds, int | float | Fraction) and math.isfinite(rounds)
+        if int(k) != k or k < 1 or not ok or rounds < 1:
+            raise ValueError(f"K={k!r}, R(K)={rounds!r}: K must be an integer >= 1, R(K) >= 1")
+        reached[int(k)] = Fraction(rounds)
     return reached
 
 

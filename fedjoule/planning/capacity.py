@@ -1,7 +1,15 @@
 """Capacity planning without training (`fedjoule capacity`): rounds per hour, airtime per
 cell, energy per round and per device class, battery drain per day, and the largest
 clients_per_round (or smallest uplink bandwidth) meeting a round deadline and a per-device
-energy budget, from the numpy system engine (docs/system-engine.md)."""
+energy budget, from the numpy system engine (docs/system-engine.md#capacity).
+
+Every candidate of a seed plays the same world (positions, shadowing, devices) and the
+same per-round draws (availability, fading, selection keys: common random numbers), so
+two candidates differ by what m or B changes, not by luck. The limits are judged at a
+quantile (default 0.95) over enough rounds that 20 observations lie above it; the candidates
+are scanned, not bisected on trust, and where feasibility is not monotone the plan says
+so. With several seeds (other worlds), the answer per seed and its mean and 95 % CI.
+"""
 
 import dataclasses
 import math
@@ -9,14 +17,45 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fedjoule import rng
 from fedjoule.errors import FedjouleError
 from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.seeds import aggregate_rows, describe
+from fedjoule.simulator.engine import selection_size
 from fedjoule.simulator.system import SystemEngine
-from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.system_world import SystemWorld, build_system_world
 
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "none")
+OVER = ("clients", "rounds")  # what the time quantile is over
+TIME_FIELD = {"clients": "client_time_s", "rounds": "round_time_s"}
 DAY_S = 86_400.0
+DEFAULT_QUANTILE = 0.95
+TAIL_OBSERVATIONS = 20  # observations above the quantile that the default rounds provide
+MIN_ROUNDS = 20  # default rounds per candidate at least (the per-round means)
+FULL_SCAN_UP_TO = 48  # every m = 1..N when N is at most this; else a geometric grid
+GRID_POINTS = 24  # points of the geometric grid of m from 1 to N
+BANDWIDTH_POINTS_PER_DECADE = 4
+GAP_SCAN_MAX = 64  # a gap of the grid holding at most this many m is scanned, else bisected
+LOOKAHEAD_FACTOR = 2.0  # the scan goes on to twice the largest m meeting (half the least B)
+LOOKAHEAD_FAILURES = 3  # ... and stops after this many failing candidates in a row
+SELECTION_SUBKEY = 1  # capacity's selection keys: stream ("selection", r, 1)
+# the figures aggregated over seeds, per candidate (capacity.csv with --seeds)
+SEED_FIELDS = (
+    "client_time_s", "round_time_s", "mean_round_time_s", "rounds_per_hour",
+    "device_energy_j", "energy_per_round_j", "arrived_fraction", "tail_observations",
+)  # fmt: skip
+
+
+def default_rounds(quantile: float, over: str = "rounds", clients_per_round: int = 1) -> int:
+    """Rounds per candidate so that TAIL_OBSERVATIONS of the judged time lie above its
+    q-quantile: (1 - q) R >= 20 over rounds (R = 400 at q = 0.95), (1 - q) m R >= 20 over
+    the m client-rounds a round (R = 400 / m), at least MIN_ROUNDS; q = 1 (the worst)
+    gets the count of q = 0.95."""
+    q = quantile if quantile < 1 else DEFAULT_QUANTILE
+    per_round = clients_per_round if over == "clients" else 1
+    # round(): 20 / 0.05 is 400.0000000001
+    return max(MIN_ROUNDS, math.ceil(round(TAIL_OBSERVATIONS / ((1 - q) * per_round), 9)))
 
 
 def variant(scenario: Scenario, clients_per_round=None, bandwidth_hz=None) -> Scenario:
@@ -31,19 +70,51 @@ def variant(scenario: Scenario, clients_per_round=None, bandwidth_hz=None) -> Sc
     return scenario.model_copy(update={"training": training, "channel": channel, "round": rounds})
 
 
+class CommonDrawsEngine(SystemEngine):
+    """The system engine with selection nested in m: each round draws one uniform key per
+    client (stream ("selection", r, 1)) and takes the ceil(f m) online candidates with the
+    smallest keys. The m smallest of i.i.d. uniform keys are a uniform m-subset, the law of
+    engine.select_clients (other draws), and for the same candidates a larger m's clients
+    include a smaller m's. Fading, per-attempt fades, outages and Bernoulli availability
+    are already keyed by round (and client), the same for every m and B."""
+
+    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
+        scenario = self.world.scenario
+        if len(candidates) == 0 or scenario.training.participation == "bernoulli":
+            return super().select(candidates, r)  # Bernoulli: m plays no part
+        m = selection_size(
+            scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
+        )
+        gen = rng.stream(scenario.seed, "selection", r, SELECTION_SUBKEY)
+        keys = gen.random(self.world.population.size)[candidates]
+        if m >= len(candidates):
+            return candidates
+        return np.sort(candidates[np.argpartition(keys, m - 1)[:m]])
+
+
 def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float) -> dict:
-    """Play `rounds` system-only rounds of `scenario` on `world`; the capacity figures."""
-    engine = SystemEngine(dataclasses.replace(world, scenario=scenario))
+    """Play `rounds` system-only rounds of `scenario` on `world` with common draws; the
+    capacity figures. client_time_s: the q-quantile over client-rounds that arrive of the
+    time from the round's start to the arrival; round_time_s: the q-quantile over rounds of
+    the round's duration; device_energy_j: the q-quantile over client-rounds (every
+    selected client) of its energy in that round (numpy's linear-interpolation quantile)."""
+    engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
-    durations, device_energy = [], []
+    durations, device_energy, client_times = [], [], []
     airtime = np.zeros(n_cells)
     class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
     energy_rounds = []
+    selected = 0
 
     def collect(row: dict) -> None:
+        nonlocal selected
         clients = engine.last_clients
-        durations.append(row["sim_time_end_s"] - row["sim_time_start_s"])
+        start_s = row["sim_time_start_s"]
+        durations.append(row["sim_time_end_s"] - start_s)
+        arrived = clients.outcome == "arrived"
+        client_times.extend((clients.end_s[arrived] - start_s).tolist())
+        selected += len(clients.client)
         energy_rounds.append(row["energy_total_j"])
         spent = clients.energy_total_j
         device_energy.extend(spent.tolist())
@@ -56,12 +127,11 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     sim_time_s = engine.sim_time_s
     class_size = np.bincount(pop.class_index, minlength=n_classes)
     capacity_j = np.bincount(pop.class_index, pop.battery_capacity_j, minlength=n_classes)
-    drain_j_per_day = (
-        class_energy / class_size * (DAY_S / sim_time_s) if sim_time_s else 0 * class_energy
-    )
     with np.errstate(invalid="ignore", divide="ignore"):
+        # drain per day = energy per device x (day / simulated time)
+        drain_j_per_day = class_energy / class_size * (DAY_S / sim_time_s)
         per_class = {
-            name: {  # None where undefined: a class that never took part
+            name: {  # None where undefined: a class that never took part (0 / 0)
                 "energy_per_participation_j": finite_or_none(
                     class_energy[c] / class_participations[c]
                 ),
@@ -72,97 +142,303 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
             }
             for c, name in enumerate(pop.class_names)
         }
+
+    def q_of(values: list) -> float | None:
+        return finite_or_none(float(np.quantile(values, quantile))) if values else None
+
     return {
         "clients_per_round": scenario.training.clients_per_round,
         "uplink_bandwidth_hz": scenario.channel.uplink_bandwidth_hz,
-        "round_time_s": float(np.quantile(durations, quantile)),
-        "mean_round_time_s": float(np.mean(durations)),
-        "rounds_per_hour": 3600.0 * rounds / sim_time_s if sim_time_s else None,
-        "device_energy_j": float(np.quantile(device_energy, quantile)) if device_energy else 0.0,
-        "energy_per_round_j": float(np.mean(energy_rounds)),
-        "uplink_airtime_per_round_s": (airtime / rounds).tolist(),
+        "client_time_s": q_of(client_times),
+        "round_time_s": q_of(durations),
+        "mean_round_time_s": finite_or_none(float(np.mean(durations))),
+        "rounds_per_hour": finite_or_none(3600.0 * rounds / sim_time_s) if sim_time_s else None,
+        "arrived_fraction": len(client_times) / selected if selected else None,
+        "rounds": rounds,
+        "arrivals": len(client_times),
+        "device_energy_j": q_of(device_energy),
+        "energy_per_round_j": finite_or_none(float(np.mean(energy_rounds))),
+        "uplink_airtime_per_round_s": [finite_or_none(a) for a in airtime / rounds],
         "per_class": per_class,
     }
 
 
+# ---------------------------------------------------------------------------- candidates
+def m_grid(n_clients: int) -> list[int]:
+    """Every m up to FULL_SCAN_UP_TO clients, else GRID_POINTS geometric steps 1..N."""
+    if n_clients <= FULL_SCAN_UP_TO:
+        return list(range(1, n_clients + 1))
+    grid = np.round(np.geomspace(1, n_clients, GRID_POINTS)).astype(int)
+    return sorted(set(grid.tolist()))
+
+
+def bandwidth_grid(low_hz: float, high_hz: float) -> list[float]:
+    """BANDWIDTH_POINTS_PER_DECADE geometric steps from low_hz to high_hz."""
+    steps = max(1, math.ceil(BANDWIDTH_POINTS_PER_DECADE * math.log10(high_hz / low_hz)))
+    return [float(b) for b in np.geomspace(low_hz, high_hz, steps + 1)]
+
+
+@dataclasses.dataclass
+class SeedPlan:
+    """One seed's world and its evaluated candidates (value -> figures)."""
+
+    seed: int
+    scenario: Scenario
+    world: SystemWorld
+    figures: dict = dataclasses.field(default_factory=dict)
+    bisected: bool = False  # a gap was bisected (monotonicity assumed inside it)
+
+
+def answer_of(figures: dict, search: str):
+    """The largest m (smallest B) among the candidates meeting the limits."""
+    meeting = [v for v, f in figures.items() if f["meets"]]
+    if not meeting:
+        return None
+    return max(meeting) if search == "clients_per_round" else min(meeting)
+
+
+def non_monotone(figures: dict, search: str, answer) -> list[dict]:
+    """Runs of candidates failing the limits on the easy side of the answer (m below it,
+    B above it), as {"from", "to"}: where 'feasibility falls as m grows' does not hold."""
+    if answer is None:
+        return []
+    values = sorted(figures)
+    if search == "clients_per_round":
+        easy = [v for v in values if v < answer]
+    else:
+        easy = [v for v in values if v > answer]
+    regions, run = [], []
+    for v in easy:
+        if not figures[v]["meets"]:
+            run.append(v)
+        elif run:
+            regions.append({"from": run[0], "to": run[-1]})
+            run = []
+    if run:
+        regions.append({"from": run[0], "to": run[-1]})
+    return regions
+
+
+# ---------------------------------------------------------------------------- the plan
 def plan_capacity(
     scenario: Scenario,
-    world: SystemWorld,
+    world: SystemWorld | None = None,
     *,
     search: str = "clients_per_round",
     deadline_s: float | None = None,
     energy_budget_j: float | None = None,
-    rounds: int = 10,
-    quantile: float = 1.0,
+    rounds: int | None = None,
+    quantile: float = DEFAULT_QUANTILE,
+    over: str = "clients",
+    seeds: list[int] | None = None,
     bandwidth_range_hz: tuple[float, float] = (1e3, 1e10),
     on_step: Callable[[dict], None] | None = None,
 ) -> dict:
     """The capacity figures of the scenario, and the search's answer: the largest m (or the
-    smallest B, to 0.1 %) whose `quantile` round time is within `deadline_s` and whose
-    `quantile` per-device energy per round is within `energy_budget_j`."""
+    smallest B, to 0.1 %) whose time statistic (`over` clients: client_time_s, rounds:
+    round_time_s) is within `deadline_s` and whose device_energy_j is within
+    `energy_budget_j`, both at `quantile`. `rounds` None: default_rounds per candidate.
+    `seeds`: one plan per seed (the scenario with that seed, its own world); `world` is
+    used for the scenario's own seed when given."""
     if search not in SEARCHES:
         raise FedjouleError(f"--search {search!r}: allowed: {', '.join(SEARCHES)}")
+    if over not in OVER:
+        raise FedjouleError(f"--over {over!r}: allowed: {', '.join(OVER)}")
     if not 0 < quantile <= 1:
         raise FedjouleError(f"--quantile {quantile}: must be in (0, 1]")
+    if rounds is not None and rounds < 1:
+        raise FedjouleError(f"--rounds {rounds}: must be at least 1")
     deadline_s = scenario.round.deadline_s if deadline_s is None else deadline_s
     if search != "none" and deadline_s is None and energy_budget_j is None:
         raise FedjouleError(
             f"--search {search} needs a limit: --deadline-s (or round.deadline_s in the "
             "scenario) and/or --energy-budget-j"
         )
-    trace = []
+    time_field = TIME_FIELD[over]
 
-    def run(**change) -> dict:
-        figures = evaluate(world, variant(scenario, **change), rounds, quantile)
-        figures["meets"] = (deadline_s is None or figures["round_time_s"] <= deadline_s) and (
-            energy_budget_j is None or figures["device_energy_j"] <= energy_budget_j
+    def meets(f: dict) -> bool:
+        def within(value, limit) -> bool:
+            return limit is None or (value is not None and value <= limit)
+
+        return within(f[time_field], deadline_s) and within(f["device_energy_j"], energy_budget_j)
+
+    plans = []
+    for seed in seeds if seeds is not None else [scenario.seed]:
+        seeded = scenario.model_copy(update={"seed": seed})
+        own = world if world is not None and seed == world.scenario.seed else None
+        plans.append(SeedPlan(seed, seeded, own or build_system_world(seeded)))
+
+    if search == "uplink_bandwidth_hz":
+        own_value = float(scenario.channel.uplink_bandwidth_hz)
+    else:
+        own_value = int(scenario.training.clients_per_round)
+
+    def run(plan: SeedPlan, value) -> dict:
+        if value not in plan.figures:
+            key = "bandwidth_hz" if search == "uplink_bandwidth_hz" else "clients_per_round"
+            candidate = variant(plan.scenario, **{key: value})
+            m = candidate.training.clients_per_round
+            r = default_rounds(quantile, over, m) if rounds is None else rounds
+            figures = evaluate(plan.world, candidate, r, quantile)
+            observations = figures["arrivals"] if over == "clients" else r
+            figures["tail_observations"] = math.floor(round((1 - quantile) * observations, 9))
+            figures["meets"] = meets(figures)
+            plan.figures[value] = figures
+            if on_step:
+                on_step({"seed": plan.seed, **figures})
+        return plan.figures[value]
+
+    for plan in plans:
+        run(plan, own_value)  # the scenario's own figures
+        if search == "clients_per_round":
+            scan(plan, m_grid(plan.world.population.size), run, larger_is_harder=True)
+            refine_m(plan, run)
+        elif search == "uplink_bandwidth_hz":
+            grid = bandwidth_grid(*bandwidth_range_hz)
+            scan(plan, grid[::-1], run, larger_is_harder=False)
+            refine_bandwidth(plan, run)
+    if search != "none":  # every candidate on every seed: per-candidate statistics
+        union = sorted(set().union(*(p.figures for p in plans)))
+        for plan in plans:
+            for value in union:
+                run(plan, value)
+    settings = plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds)
+    return assemble(plans, search, own_value, meets, settings)
+
+
+def scan(plan: SeedPlan, values: list, run, larger_is_harder: bool) -> None:
+    """Evaluate `values` from the easy end; past LOOKAHEAD_FACTOR times the best candidate
+    so far (1 / factor for B), stop after LOOKAHEAD_FAILURES failures in a row."""
+    best, failures = None, 0
+    for value in values:
+        if run(plan, value)["meets"]:
+            best, failures = value, 0
+            continue
+        failures += 1
+        reference = best if best is not None else values[0]
+        beyond = (
+            value >= LOOKAHEAD_FACTOR * reference
+            if larger_is_harder
+            else value <= reference / LOOKAHEAD_FACTOR
         )
-        trace.append(figures)
-        if on_step:
-            on_step(figures)
-        return figures
+        if beyond and failures >= LOOKAHEAD_FAILURES:
+            return
 
-    base = run()
-    answer = None
-    if search == "clients_per_round":  # feasibility falls as m grows: doubling, then bisection
-        lo, hi, n = 0, 1, world.population.size
-        while hi <= n and run(clients_per_round=hi)["meets"]:
-            lo, hi = hi, 2 * hi
-        hi = min(hi, n + 1)  # lo meets (or is 0), hi does not (or is past N)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if run(clients_per_round=mid)["meets"] else (lo, mid)
-        answer = lo or None
-    elif search == "uplink_bandwidth_hz":  # feasibility grows with B: bisection on log B
-        lo, hi = bandwidth_range_hz
-        if not run(bandwidth_hz=hi)["meets"]:
-            answer = None
-        else:
-            while hi / lo > 1.001:
-                mid = math.sqrt(lo * hi)
-                lo, hi = (lo, mid) if run(bandwidth_hz=mid)["meets"] else (mid, hi)
-            answer = hi
-    best = None
-    if answer is not None:
-        change = {"clients_per_round": answer} if search == "clients_per_round" else {
-            "bandwidth_hz": answer}  # fmt: skip
-        best = next(
-            (f for f in reversed(trace) if f["meets"] and _matches(f, change)), None
-        ) or run(**change)
+
+def refine_m(plan: SeedPlan, run) -> None:
+    """Between the largest m meeting and the next candidate above it (failing): every m
+    when the gap holds at most GAP_SCAN_MAX, else bisection."""
+    best = answer_of(plan.figures, "clients_per_round")
+    above = [v for v in plan.figures if best is not None and v > best]
+    if not above:
+        return
+    low, high = best, min(above)
+    if high - low - 1 <= GAP_SCAN_MAX:
+        for m in range(low + 1, high):
+            run(plan, m)
+        return
+    plan.bisected = True
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if run(plan, mid)["meets"] else (low, mid)
+
+
+def refine_bandwidth(plan: SeedPlan, run) -> None:
+    """Between the smallest B meeting and the next candidate below it (failing): bisection
+    on log B to 0.1 %."""
+    best = answer_of(plan.figures, "uplink_bandwidth_hz")
+    below = [v for v in plan.figures if best is not None and v < best]
+    if not below:
+        return
+    low, high = max(below), best
+    plan.bisected = True
+    while high / low > 1.001:
+        mid = math.sqrt(low * high)
+        low, high = (low, mid) if run(plan, mid)["meets"] else (mid, high)
+
+
+def plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds) -> dict:
+    """The plan's settings as capacity.json states them."""
     return {
         "search": search,
         "deadline_s": deadline_s,
         "energy_budget_j": energy_budget_j,
         "quantile": quantile,
-        "rounds": rounds,
-        "answer": answer,
-        "scenario": base,
-        "at_answer": best,
-        "evaluations": trace,
+        "over": over,
+        "time_statistic": TIME_FIELD[over],
+        "rounds": rounds,  # None: default_rounds per candidate
+        "seeds": seeds,
     }
 
 
-def _matches(figures: dict, change: dict) -> bool:
-    if "clients_per_round" in change:
-        return figures["clients_per_round"] == change["clients_per_round"]
-    return figures["uplink_bandwidth_hz"] == change["bandwidth_hz"]
+def mean_figures(figures: list[dict]) -> dict:
+    """The seed mean of figures dicts (per cell, per class too); `<field>_ci95` beside each
+    SEED_FIELDS figure."""
+    first = figures[0]
+    out = {}
+    for key, value in first.items():
+        if key in ("clients_per_round", "uplink_bandwidth_hz", "rounds"):
+            out[key] = value
+        elif key == "uplink_airtime_per_round_s":
+            out[key] = [describe(f[key][c] for f in figures)["mean"] for c in range(len(value))]
+        elif key == "per_class":
+            out[key] = {
+                name: {k: describe(f[key][name][k] for f in figures)["mean"] for k in fields}
+                for name, fields in value.items()
+            }
+        elif key in SEED_FIELDS:
+            stats = describe(f[key] for f in figures)
+            out[key], out[f"{key}_ci95"] = stats["mean"], stats["ci95"]
+    return out
+
+
+def assemble(plans: list[SeedPlan], search: str, own_value, meets, settings: dict) -> dict:
+    """capacity.json: settings, the answer (of the seed, or of the seed-mean statistic), the
+    answer per seed with its mean, std and 95 % CI, non-monotone regions, the scenario's
+    and the answer's figures, and every evaluation."""
+    per_seed = []
+    for plan in plans:
+        answer = answer_of(plan.figures, search) if search != "none" else None
+        per_seed.append({
+            "seed": plan.seed,
+            "answer": answer,
+            "non_monotone": non_monotone(plan.figures, search, answer),
+            "bisected": plan.bisected,
+        })  # fmt: skip
+    summary = describe(s["answer"] for s in per_seed)
+    values = sorted(plans[0].figures)
+    if len(plans) == 1:
+        table = plans[0].figures
+        evaluations = [table[v] for v in values]
+        candidates = None
+    else:  # per candidate: the seed mean (meets judged on it), ci95, std, n
+        table = {}
+        candidates = []
+        for v in values:
+            rows = [p.figures[v] for p in plans]
+            figures = mean_figures(rows)
+            figures["meets"] = meets(figures)
+            figures["meets_fraction"] = sum(r["meets"] for r in rows) / len(rows)
+            table[v] = figures
+            candidates.append({
+                "clients_per_round": figures["clients_per_round"],
+                "uplink_bandwidth_hz": figures["uplink_bandwidth_hz"],
+                "rounds": figures["rounds"],
+                "seeds": len(rows),
+                **aggregate_rows(rows, SEED_FIELDS),
+                "meets_fraction": figures["meets_fraction"],
+                "meets": figures["meets"],
+            })  # fmt: skip
+        evaluations = [{"seed": p.seed, **p.figures[v]} for p in plans for v in values]
+    answer = answer_of(table, search) if search != "none" else None
+    return {
+        **settings,
+        "answer": answer,
+        "non_monotone": non_monotone(table, search, answer),
+        "answers": per_seed,
+        **{f"answer_{k}": v for k, v in summary.items()},
+        "scenario": table[own_value],
+        "at_answer": table[answer] if answer is not None else None,
+        "candidates": candidates,
+        "evaluations": evaluations,
+    }

@@ -1,23 +1,38 @@
 """The capacity plan as a printed table (rich) and as capacity.csv / capacity.json."""
 
-import csv
-import io
 from pathlib import Path
 
 from rich.table import Table
 
 from fedjoule.report.results import write_json
-from fedjoule.storage import write_text_atomically
+from fedjoule.report.table import write_table
 
 CSV_COLUMNS = [
-    "clients_per_round", "uplink_bandwidth_hz", "round_time_s", "mean_round_time_s",
-    "rounds_per_hour", "device_energy_j", "energy_per_round_j", "meets",
+    "clients_per_round", "uplink_bandwidth_hz", "rounds", "client_time_s", "round_time_s",
+    "tail_observations", "mean_round_time_s", "rounds_per_hour", "arrived_fraction",
+    "device_energy_j", "energy_per_round_j", "meets",
 ]  # fmt: skip
 
 
+def number(value, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def with_ci(figures: dict, key: str) -> str:
+    """`mean ± ci95` where the figures are seed means, else the value."""
+    text = number(figures[key])
+    ci = figures.get(f"{key}_ci95")
+    return text if ci is None else f"{text} ± {ci:.2g}"
+
+
 def print_capacity(console, scenario, plan: dict) -> None:
-    """The figures of the scenario and, when a search ran, of its answer."""
-    table = Table(title=f"capacity of {scenario.name} ({scenario.population.size:,} devices)")
+    """The figures of the scenario and, when a search ran, of its answer; the answer per
+    seed with its mean and 95 % CI; where feasibility is not monotone."""
+    seeds = plan["seeds"]
+    title = f"capacity of {scenario.name} ({scenario.population.size:,} devices)"
+    if seeds:
+        title += f", mean ± 95 % CI over {len(seeds)} seeds"
+    table = Table(title=title)
     table.add_column("figure")
     columns = [("scenario", plan["scenario"])]
     if plan["at_answer"] is not None:
@@ -28,19 +43,25 @@ def print_capacity(console, scenario, plan: dict) -> None:
     def add(label, get):
         table.add_row(label, *(get(f) for _, f in columns))
 
-    def number(value, digits: int = 4) -> str:
-        return "—" if value is None else f"{value:.{digits}g}"
+    q, judged = plan["quantile"], plan["time_statistic"]
 
-    q = plan["quantile"]
+    def mark(field: str) -> str:
+        return ", judged" if field == judged else ""
+
     add("clients per round", lambda f: str(f["clients_per_round"]))
     add("uplink bandwidth (Hz)", lambda f: f"{f['uplink_bandwidth_hz']:.4g}")
-    add(f"round time, q={q:g} (s)", lambda f: f"{f['round_time_s']:.4g}")
-    add("rounds per hour", lambda f: number(f["rounds_per_hour"]))
-    add("energy per round (J)", lambda f: f"{f['energy_per_round_j']:.4g}")
-    add(f"device energy per round, q={q:g} (J)", lambda f: f"{f['device_energy_j']:.4g}")
+    add(f"client time to arrival, q={q:g} (s{mark('client_time_s')})",
+        lambda f: with_ci(f, "client_time_s"))  # fmt: skip
+    add(f"round time, q={q:g} (s{mark('round_time_s')})", lambda f: with_ci(f, "round_time_s"))
+    add("rounds simulated", lambda f: str(f["rounds"]))
+    add(f"observations above q ({judged})", lambda f: with_ci(f, "tail_observations"))
+    add("uploads arriving (fraction)", lambda f: with_ci(f, "arrived_fraction"))
+    add("rounds per hour", lambda f: with_ci(f, "rounds_per_hour"))
+    add("energy per round (J)", lambda f: with_ci(f, "energy_per_round_j"))
+    add(f"device energy per round, q={q:g} (J)", lambda f: with_ci(f, "device_energy_j"))
     for c in range(len(plan["scenario"]["uplink_airtime_per_round_s"])):
         add(f"uplink airtime per round, cell {c} (s)",
-            lambda f, c=c: f"{f['uplink_airtime_per_round_s'][c]:.4g}")  # fmt: skip
+            lambda f, c=c: number(f["uplink_airtime_per_round_s"][c]))  # fmt: skip
     for name in plan["scenario"]["per_class"]:
         add(f"{name}: J per participation",
             lambda f, n=name: number(f["per_class"][n]["energy_per_participation_j"]))  # fmt: skip
@@ -49,23 +70,61 @@ def print_capacity(console, scenario, plan: dict) -> None:
             f"({number(f['per_class'][n]['battery_drain_percent_per_day'], 3)} %)")  # fmt: skip
     add("meets the limits", lambda f: "yes" if f["meets"] else "no")
     console.print(table)
-    limits = f"deadline {plan['deadline_s']} s, energy budget {plan['energy_budget_j']} J"
-    if plan["search"] == "none":
-        console.print(f"limits: {limits}")
-    elif plan["answer"] is None:
-        console.print(f"no {plan['search']} meets the limits ({limits})", style="bold red")
+    if plan["rounds"] is not None:
+        rounds = f"{plan['rounds']} rounds per candidate"
+    elif plan["over"] == "clients":
+        rounds = "ceil(20 / ((1 - q) m)) rounds per candidate (at least 20)"
     else:
-        console.print(f"{plan['search']} = {plan['answer']:.6g} meets {limits}", style="bold")
+        rounds = "ceil(20 / (1 - q)) rounds per candidate"
+    console.print(f"{judged} and device energy at q={q:g}; {rounds}")
+    limits = f"deadline {plan['deadline_s']} s, energy budget {plan['energy_budget_j']} J"
+    search = plan["search"]
+    if search == "none":
+        console.print(f"limits: {limits}")
+        return
+    if seeds:
+        each = ", ".join(f"{s['seed']}: {number(s['answer'], 6)}" for s in plan["answers"])
+        console.print(f"{search} per seed: {each}")
+        ci = plan["answer_ci95"]
+        console.print(
+            f"{search} over seeds: mean {number(plan['answer_mean'], 6)}, std "
+            f"{number(plan['answer_std'])}, 95 % CI ± {number(ci)} (n = {plan['answer_n']} "
+            "seeds with an answer)",
+            style="bold",
+        )
+    which = "on the seed-mean figures: " if seeds else ""
+    if plan["answer"] is None:
+        console.print(f"{which}no {search} meets the limits ({limits})", style="bold red")
+    else:
+        console.print(f"{which}{search} = {plan['answer']:.6g} meets {limits}", style="bold")
+    for s in plan["answers"] if seeds else []:
+        warn_non_monotone(console, search, s["non_monotone"], f"seed {s['seed']}: ")
+    warn_non_monotone(console, search, plan["non_monotone"], "seed mean: " if seeds else "")
+
+
+def warn_non_monotone(console, search: str, regions: list[dict], prefix: str) -> None:
+    """Candidates failing the limits on the easy side of the answer."""
+    if not regions:
+        return
+    side = "below" if search == "clients_per_round" else "above"
+    spans = ", ".join(
+        f"{r['from']:.6g}" if r["from"] == r["to"] else f"{r['from']:.6g}-{r['to']:.6g}"
+        for r in regions
+    )
+    console.print(
+        f"{prefix}not monotone: {search} = {spans} fail the limits {side} the answer",
+        style="yellow",
+    )
 
 
 def write_capacity(folder: Path, plan: dict) -> None:
-    """capacity.csv: one row per evaluated candidate; capacity.json: everything."""
+    """capacity.csv: one row per candidate (with seeds: per candidate the seed mean, std,
+    ci95 and n of each figure); capacity.json: everything."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(CSV_COLUMNS)
-    for figures in plan["evaluations"]:
-        writer.writerow([figures[c] for c in CSV_COLUMNS])
-    write_text_atomically(folder / "capacity.csv", text.getvalue())
+    if plan["candidates"] is not None:
+        rows = plan["candidates"]
+    else:
+        rows = [{c: figures[c] for c in CSV_COLUMNS} for figures in plan["evaluations"]]
+    write_table(folder / "capacity.csv", rows)
     write_json(folder / "capacity.json", plan)

@@ -52,9 +52,13 @@ def split_values(text: str) -> list[str]:
     return values
 
 
-def parse_grid(items: list[str], sets: list[str] | None = None) -> list[Axis]:
+def parse_grid(
+    items: list[str], sets: list[str] | None = None, allow_empty: bool = False
+) -> list[Axis]:
     """`key=v1,v2,...` options as axes; a repeated key, a key also in --set or an empty
-    value is an error."""
+    value is an error; no axis at all too, unless `allow_empty` (a sweep over seeds)."""
+    if not items and allow_empty:
+        return []
     if not items:
         raise FedjouleError("a sweep needs at least one --grid key=v1,v2,...")
     set_keys = {s.partition("=")[0].strip() for s in sets or []}

@@ -6,9 +6,10 @@ evaluation, or the target never reached when costs are taken to the target) are 
 they neither join nor dominate the front.
 """
 
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -17,7 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fedjoule.errors import FedjouleError  # noqa: E402
-from fedjoule.storage import save_figure  # noqa: E402
+from fedjoule.report import figures  # noqa: E402
+from fedjoule.report.figures import PlotContext  # noqa: E402
 
 ACCURACIES = ("final_accuracy", "best_accuracy", "worst_client_accuracy", "client_accuracy_p10")
 # kind -> (total cost column, cost-to-target column, axis label)
@@ -92,16 +94,45 @@ def front_table(
     return sorted(members, key=lambda m: (m[cost_key], -float(m[objective.accuracy])))
 
 
+def plot_contexts(rows: list[dict], out_dir: Path) -> list[PlotContext]:
+    """Each row's scenario name, algorithm and target for the plots: from its run folder
+    (the row's `folder`, or the sweep's sweep.json in `out_dir`), else its target alone."""
+    out_dir = Path(out_dir)
+    folders = [row.get("folder") for row in rows]
+    if not all(folders) and (out_dir / "sweep.json").is_file():
+        try:
+            runs = json.loads((out_dir / "sweep.json").read_text())["runs"]
+            by_name = {r["name"]: out_dir / r["folder"] for r in runs}
+            folders = [
+                f or by_name.get(row.get("run")) for f, row in zip(folders, rows, strict=True)
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    contexts = []
+    for row, folder in zip(rows, folders, strict=True):
+        context = PlotContext.from_folder(folder) if folder else PlotContext()
+        value = _number(row.get("target_value"))
+        if context.target_value is None and value is not None:
+            context = replace(
+                context, target_metric=row.get("target_metric") or "accuracy", target_value=value
+            )
+        contexts.append(context)
+    return contexts
+
+
 def plot_front(
     rows: list[dict],
     labels: list[str],
     kind: str,
     path: Path,
     objective: Objective = Objective(),
+    contexts: list[PlotContext] | None = None,
 ) -> Path:
-    """Every run as a labelled point, the front as a staircase through its members."""
+    """Every run a point (the front's members red and numbered in order of cost, the
+    numbers keyed in the legend; dominated runs grey and hollow), the front a staircase
+    through its members, the target where the accuracy shown is the target's metric."""
+    contexts = plot_contexts(rows, Path(path).parent) if contexts is None else contexts
     cost_key = objective.cost(kind)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
     points = [
         (_number(r.get(cost_key)), _number(r.get(objective.accuracy)), label)
         for r, label in zip(rows, labels, strict=True)
@@ -109,32 +140,84 @@ def plot_front(
     shown = [(c, a, label) for c, a, label in points if c is not None and a is not None]
     front = front_table(rows, labels, kind, objective)
     on_front = {m["run"] for m in front}
-    for c, a, label in shown:
-        ax.scatter(c, a, color="tab:red" if label in on_front else "tab:gray", zorder=3)
-        ax.annotate(label, (c, a), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    if front:
-        xs = [m[cost_key] for m in front]
-        ys = [float(m[objective.accuracy]) for m in front]
-        ax.step(xs, ys, where="post", color="tab:red", alpha=0.6, label="Pareto front")
-        ax.legend()
+    width = 7.0 + (2.5 if front and max(len(m["run"]) for m in front) > 20 else 0.0)
+    fig, ax = plt.subplots(figsize=(width, 4.6))
     target = " to target" if objective.to_target else ""
-    ax.set_xlabel(COSTS[kind][2].replace(" (", f"{target} ("))
-    ax.set_ylabel(objective.accuracy.replace("_", " "))
+    costs = [c for c, _, _ in shown]
+    if kind == "time":
+        scaled, _ = figures.time_axis(ax, costs, f"simulated time{target}")
+        scale = dict(zip(costs, scaled, strict=True))
+        cost_text = figures.duration_text
+    else:
+        ax.set_xlabel(f"energy{target} (J)")
+        figures.log_axis_if_spans(ax, costs)
+        scale = {c: c for c in costs}
+        cost_text = "{:.3g} J".format
+    dominated = [(scale[c], a) for c, a, label in shown if label not in on_front]
+    handles = []
+    if dominated:
+        handles.append(
+            ax.scatter(
+                *zip(*dominated, strict=True),
+                facecolors="none",
+                edgecolors="tab:gray",
+                zorder=3,
+                label=f"dominated ({len(dominated)} runs)",
+            )
+        )
+    numbered = []
+    if front:
+        xs = [scale[m[cost_key]] for m in front]
+        ys = [float(m[objective.accuracy]) for m in front]
+        (stairs,) = ax.step(
+            xs, ys, where="post", color="tab:red", alpha=0.6, label="Pareto front", zorder=2
+        )
+        ax.scatter(xs, ys, color="tab:red", zorder=4)
+        handles.insert(0, stairs)
+        for i, m in enumerate(front, start=1):
+            key = plt.Line2D([], [], ls="none", marker=f"${i}$", color="tab:red", ms=7)
+            key.set_label(
+                f"{m['run']}: {cost_text(m[cost_key])}, {float(m[objective.accuracy]):.4g}"
+            )
+            numbered.append(key)
+    accuracy = objective.accuracy
+    metric = "worst_client_accuracy" if accuracy == "worst_client_accuracy" else "accuracy"
+    if accuracy != "client_accuracy_p10":
+        handles += [h for h in figures.add_target_lines(ax, contexts, [metric]) if h]
+    ax.set_ylabel(accuracy.replace("_", " "))
     missing = len(points) - len(shown)
-    title = f"{objective.accuracy.replace('_', ' ')} against {kind}"
-    ax.set_title(title + (f" ({missing} runs without a value)" if missing else ""), fontsize=10)
+    what = f"{accuracy.replace('_', ' ')} against {kind}{target}"
+    if missing:
+        why = "never reached the target" if objective.to_target else "no value"
+        what += f" ({missing} of {len(points)} runs not shown: {why})"
+    ax.set_title(figures.plot_title(what, contexts), fontsize=9)
     ax.grid(alpha=0.3)
+    ax.margins(0.08)
+    if handles or numbered:
+        legend = figures.legend_outside(
+            ax, handles=handles + numbered, fontsize=7, title="front members: cost, accuracy"
+        )
+        legend.get_title().set_fontsize(7)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    if front:
+        figures.place_labels(
+            ax,
+            [scale[m[cost_key]] for m in front],
+            [float(m[objective.accuracy]) for m in front],
+            [str(i) for i in range(1, len(front) + 1)],
+            fontsize=8,
+            color="tab:red",
+            avoid=dominated,
+        )
+    return figures.save_plot(fig, path)
 
 
 def write_front_plots(
     rows: list[dict], labels: list[str], out_dir: Path, objective: Objective = Objective()
 ) -> list[Path]:
     """pareto_energy.png and pareto_time.png in out_dir."""
+    contexts = plot_contexts(rows, out_dir)
     return [
-        plot_front(rows, labels, kind, Path(out_dir) / f"pareto_{kind}.png", objective)
+        plot_front(rows, labels, kind, Path(out_dir) / f"pareto_{kind}.png", objective, contexts)
         for kind in COSTS
     ]

@@ -35,8 +35,9 @@ from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.seeds import describe, indistinguishable
 
-PLAN_CSV, PLAN_JSON = "plan.csv", "plan.json"
+PLAN_CSV, PLAN_JSON, PLAN_SEEDS_CSV = "plan.csv", "plan.json", "plan_seeds.csv"
 HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
 BREAKEVEN_PNG = "kstar_breakeven.png"
 REPRICE, PER_CELL = "reprice", "per-cell"
@@ -113,6 +114,7 @@ class PlanOptions:
     plot_cells: list[Cell] | None = None  # default: the grid's corners
     per_cell: bool = False  # run every (K, cell) even where repricing is valid
     sweep: SweepOptions = field(default_factory=SweepOptions)
+    seeds: list[int] | None = None  # repeat every learning run per seed (--seeds)
 
     def __post_init__(self) -> None:
         for name, values in (
@@ -230,8 +232,17 @@ def run_plan(
     sets: list[str] | None = None,
     options: PlanOptions | None = None,
     say: Callable[[str], None] = lambda text: None,
+    on_plan: Callable | None = None,
+    on_run: Callable | None = None,
+    on_replays: Callable[[int], None] | None = None,
+    on_replay: Callable[[str], None] | None = None,
 ) -> PlanResult:
-    """Plan K* over the grid into `out`: plan.csv, plan.json and the two plots."""
+    """Plan K* over the grid into `out`: plan.csv, plan.json and the plots. The hooks
+    follow progress: `on_plan(points, states)` and `on_run(name, status)` for each sweep of
+    learning runs (planning/sweep.py), `on_replays(n)` before the n replays and
+    `on_replay(what)` after each. With options.seeds every learning run is repeated per
+    seed; plan.csv then holds means over the seeds, with their std and 95 % CI, and
+    plan_seeds.csv every seed's row."""
     options = options or PlanOptions()
     out, sets = Path(out), list(sets or [])
     tic = time.perf_counter()
@@ -259,6 +270,7 @@ def run_plan(
         )
     say(f"method: {method} ({reason})")
     k_grid = "training.local_steps=" + ",".join(map(str, options.k_values))
+    hooks = dict(on_plan=on_plan, on_run=on_run, seeds=options.seeds)
     rows: dict[tuple[int, Cell], dict] = {}
     notes: list[str] = []
     learning: dict[str, object] = {}
@@ -268,30 +280,38 @@ def run_plan(
         anchor = (options.snr_db[-1], options.bandwidth_hz[-1])  # cheapest: batteries last
         folder = out / "learning"
         say(
-            f"learning runs: {len(options.k_values)} (one per K) at SNR {anchor[0]:g} dB, "
+            f"learning runs: {len(options.k_values) * len(options.seeds or [None])} (one per "
+            f"K{' and seed' if options.seeds else ''}) at SNR {anchor[0]:g} dB, "
             f"{anchor[1]:g} Hz, in {folder}"
         )
         anchor_sets = [*common, *cell_sets(anchor), "output.events=true"]
-        result = run_sweep(scenario, [k_grid], folder, anchor_sets, options.sweep)
+        result = run_sweep(
+            scenario, [k_grid], folder, anchor_sets, options.sweep, fronts=False, **hooks
+        )
         learning["anchor_cell"] = {"snr_db": anchor[0], "bandwidth_hz": anchor[1]}
         learning["folder"] = str(folder)
-        by_k = {int(r["training.local_steps"]): r for r in result.rows}
+        by_run = {(int(r["training.local_steps"]), _seed(r)): r for r in result.rows}
         raw, label = read_source(scenario)
-        for k in options.k_values:
-            point_dir = folder / "runs" / f"local_steps={k}"
-            summary = by_k[k]
+        if on_replays:
+            on_replays(len(by_run) * len(options.cells))
+        for (k, seed), summary in sorted(by_run.items()):
+            point_dir = folder / "runs" / summary["run"]
             reached = summary["rounds_to_target"] is not None
             rounds = summary["rounds_to_target"] if reached else summary["rounds_completed"]
             for cell in options.cells:
                 overrides = [*common, *cell_sets(cell), f"training.local_steps={k}"]
+                if seed is not None:
+                    overrides.append(f"seed={seed}")
                 cell_scenario = validate(apply_overrides(copy.deepcopy(raw), overrides), label)
                 priced = reprice(cell_scenario, point_dir, rounds)
+                if on_replay:
+                    on_replay(f"K={k}{_seed_text(seed)} at {cell_name(cell)}")
                 if cell == anchor and not priced.violations:
                     _check_anchor(k, priced, summary)
                 if priced.violations:
                     notes.append(
-                        f"K={k}, SNR {cell[0]:g} dB, {cell[1]:g} Hz: not repriced, "
-                        f"{priced.violations[0]} ({len(priced.violations)} violations)"
+                        f"K={k}{_seed_text(seed)}, SNR {cell[0]:g} dB, {cell[1]:g} Hz: not "
+                        f"repriced, {priced.violations[0]} ({len(priced.violations)} violations)"
                     )
                     todo.setdefault(cell, []).append(k)
                     continue
@@ -302,7 +322,7 @@ def run_plan(
                     "E_rx_j": priced.energy_rx_j,
                     "time_to_target_s": priced.sim_time_s,
                 }
-                rows[k, cell] = _row(k, cell, REPRICE, reached, rounds, figures)
+                rows[k, cell, seed] = _row(k, cell, REPRICE, reached, rounds, figures)
         for note in notes:
             say(note)
     else:
@@ -310,17 +330,42 @@ def run_plan(
 
     for cell, ks in todo.items():
         folder = out / "cells" / cell_name(cell)
+        ks = sorted(set(ks))
         say(f"learning runs for SNR {cell[0]:g} dB, {cell[1]:g} Hz: K = {ks}, in {folder}")
         grid = "training.local_steps=" + ",".join(map(str, ks))
-        result = run_sweep(scenario, [grid], folder, [*common, *cell_sets(cell)], options.sweep)
+        result = run_sweep(
+            scenario,
+            [grid],
+            folder,
+            [*common, *cell_sets(cell)],
+            options.sweep,
+            fronts=False,
+            **hooks,
+        )
         for summary in result.rows:
-            k = int(summary["training.local_steps"])
+            k, seed = int(summary["training.local_steps"]), _seed(summary)
             reached = summary["rounds_to_target"] is not None
             figures = _summary_figures(summary) if reached else {}
-            rows[k, cell] = _row(k, cell, "run", reached, summary["rounds_to_target"], figures)
+            rows[k, cell, seed] = _row(
+                k, cell, "run", reached, summary["rounds_to_target"], figures
+            )
 
-    table = [rows[k, cell] for cell in options.cells for k in options.k_values]
+    if options.seeds:
+        per_seed = [
+            {"seed": seed, **rows[k, cell, seed]}
+            for cell in options.cells
+            for k in options.k_values
+            for seed in options.seeds
+        ]
+        for seed in options.seeds:  # each seed's own K* (is_best)
+            mark_best([r for r in per_seed if r["seed"] == seed], options.cells)
+        write_table(out / PLAN_SEEDS_CSV, per_seed)
+        table = seed_means(rows, options)
+    else:
+        table = [rows[k, cell, None] for cell in options.cells for k in options.k_values]
     best = mark_best(table, options.cells)
+    if options.seeds:
+        mark_indistinguishable(table, best)
     for cell in options.cells:
         mine = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell]
         x = cell_x(mine)
@@ -340,7 +385,8 @@ def run_plan(
     # R(K) at the anchor cell (the learning runs' cell when repricing): with repricing valid
     # it is every cell's, and K* depends on the channel only through x
     anchor = (options.snr_db[-1], options.bandwidth_hz[-1])
-    rounds_by_k = {k: rows[k, anchor]["rounds_to_target"] for k in options.k_values}
+    at_anchor = {r["K"]: r for r in table if (r["snr_db"], r["bandwidth_hz"]) == anchor}
+    rounds_by_k = {k: at_anchor[k]["rounds_to_target"] for k in options.k_values}
     if blockers:
         breakeven = {
             "skipped": f"repricing is not valid ({'; '.join(blockers)}): R(K) can depend on "
@@ -374,6 +420,8 @@ def run_plan(
             "snr_db": options.snr_db,
             "bandwidth_hz": options.bandwidth_hz,
             "max_rounds": max_rounds,
+            "seeds": options.seeds,
+            "seed_statistics": SEED_STATISTICS if options.seeds else None,
             "target_metric": training.target_metric,
             "target_value": training.target_value,
             "algorithm": base.algorithm.name,
@@ -403,6 +451,72 @@ def _check_anchor(k: int, priced, summary: dict) -> None:
             f"{priced.energy_total_j!r} J, the run {summary['energy_to_target_j']!r} J; "
             "the repricing is not faithful (a bug: please report it)"
         )
+
+
+def _seed(summary: dict) -> int | None:
+    """A sweep row's seed (None: no seed axis)."""
+    return int(summary["seed"]) if "seed" in summary else None
+
+
+def _seed_text(seed: int | None) -> str:
+    return "" if seed is None else f", seed {seed}"
+
+
+SEED_STATISTICS = (
+    "plan.csv's rounds_to_target, E_*_j and time_to_target_s are means over the seeds; "
+    "<column>_std is the sample standard deviation (ddof 1) and <column>_ci95 the "
+    "half-width of the 95 % Student-t confidence interval of the mean; a (K, cell) counts "
+    "as reached only when every seed reached the target (reached_seeds says how many did); "
+    "K* is the cheapest mean, and `indistinguishable` lists the K whose mean energy lies "
+    "within the CIs of K*'s (|mean_K - mean_K*| <= ci95_K + ci95_K*)"
+)
+STATISTICS = ("rounds_to_target", *COLUMNS[5:10])  # averaged over seeds
+
+
+def seed_means(rows: dict, options: PlanOptions) -> list[dict]:
+    """One plan.csv row per (K, cell) from the per-seed rows: each STATISTICS column's mean
+    (also as <column>_mean), std and ci95 over the seeds; reached only if every seed
+    reached."""
+    table = []
+    for cell in options.cells:
+        for k in options.k_values:
+            runs = [rows[k, cell, seed] for seed in options.seeds]
+            reached = sum(r["reached"] for r in runs)
+            every = reached == len(runs)
+            row = {"K": k, "snr_db": cell[0], "bandwidth_hz": cell[1]}
+            stats = {c: describe(r[c] for r in runs) if every else {} for c in STATISTICS}
+            row.update({c: stats[c].get("mean") for c in STATISTICS})
+            row.update(reached=int(every), reached_seeds=reached, seeds=len(runs))
+            for c in STATISTICS:
+                for name in ("mean", "std", "ci95"):
+                    row[f"{c}_{name}"] = stats[c].get(name)
+            row.update(
+                is_best=0,
+                indistinguishable=0,
+                priced_by=",".join(sorted({r["priced_by"] for r in runs})),
+            )
+            table.append(row)
+    return table
+
+
+def mark_indistinguishable(table: list[dict], best: list[dict]) -> None:
+    """Per cell, the K whose mean E_total lies within the CIs of K*'s: `indistinguishable`
+    = 1 in plan.csv, and the list in the cell's `best` entry."""
+    for entry in best:
+        if entry["K_star"] is None:
+            continue
+        cell = (entry["snr_db"], entry["bandwidth_hz"])
+        mine = {r["K"]: r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell}
+        reached = {k: r for k, r in mine.items() if r["reached"]}
+        same = indistinguishable(
+            {k: r["E_total_j"] for k, r in reached.items()},
+            {k: r["E_total_j_ci95"] for k, r in reached.items()},
+            entry["K_star"],
+        )
+        for k in same:
+            mine[k]["indistinguishable"] = 1
+        entry["indistinguishable"] = sorted(same)
+        entry["E_total_j_ci95"] = mine[entry["K_star"]]["E_total_j_ci95"]
 
 
 def mark_best(table: list[dict], cells: list[Cell]) -> list[dict]:

@@ -9,13 +9,22 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
-from fedjoule.storage import save_figure  # noqa: E402
+from fedjoule.report import figures  # noqa: E402
+from fedjoule.report.figures import PlotContext  # noqa: E402
 
 
 def _target(scenario) -> str:
     t = scenario.training
-    return f"{t.target_metric} >= {t.target_value:g}"
+    if t.target_value is None:
+        return "the target"
+    return f"{figures.metric_label(t.target_metric)} ≥ {t.target_value:g}"
+
+
+def _title(what: str, scenario) -> str:
+    return figures.plot_title(what, PlotContext.from_scenario(scenario))
 
 
 def _hz(value: float) -> str:
@@ -29,10 +38,13 @@ def plot_kstar_heatmap(
     path: Path, best: list[dict], snrs, bandwidths, scenario, k_values=None
 ) -> Path:
     """Rows: SNR (high at the top); columns: bandwidth; colour: log K* on the scale of the
-    K grid; text: K* and E_total."""
+    K grid; text: K* and E_total (with --seeds: the mean ± 95 % CI, and "≈ K ..." the K
+    whose mean energy is within the CIs of K*'s)."""
     snr_rows = sorted(snrs, reverse=True)
     grid = np.full((len(snr_rows), len(bandwidths)), np.nan)
-    fig, ax = plt.subplots(figsize=(1.6 * len(bandwidths) + 2.2, 0.9 * len(snr_rows) + 1.6))
+    seeded = any("indistinguishable" in b for b in best)
+    cell_w, cell_h = (2.0, 1.1) if seeded else (1.6, 0.9)
+    fig, ax = plt.subplots(figsize=(cell_w * len(bandwidths) + 2.2, cell_h * len(snr_rows) + 1.6))
     ks = [b["K_star"] for b in best if b["K_star"] is not None] or [1]
     k_values = list(k_values) if k_values else ks
     for b in best:
@@ -49,50 +61,141 @@ def plot_kstar_heatmap(
             text, colour = "no K\nreaches", "black"
         else:
             text = f"K*={b['K_star']}\n{b['E_total_j']:.3g} J"
+            if b.get("E_total_j_ci95") is not None:  # --seeds: mean +- CI, the like K
+                text += f" ± {b['E_total_j_ci95']:.2g}"
+            same = [k for k in b.get("indistinguishable", []) if k != b["K_star"]]
+            if same:
+                text += "\n≈ K " + ",".join(map(str, same))
             colour = "white" if image.norm(grid[i, j]) < 0.5 else "black"
         ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
     ax.set_xticks(range(len(bandwidths)), [_hz(b) for b in bandwidths])
     ax.set_yticks(range(len(snr_rows)), [f"{s:g} dB" for s in snr_rows])
     ax.set_xlabel("uplink bandwidth")
     ax.set_ylabel("SNR")
-    ax.set_title(f"{scenario.name}: K* = argmin E_total to {_target(scenario)}", fontsize=9)
+    ax.set_title(_title(f"K* = argmin E_total to {_target(scenario)}", scenario), fontsize=9)
     bar = fig.colorbar(image, ax=ax)
     shown = sorted(set(k_values))
     bar.set_ticks([math.log10(k) for k in shown], labels=[str(k) for k in shown])
-    bar.set_label("K* (log scale)")
+    bar.ax.yaxis.set_minor_locator(plt.NullLocator())
+    bar.set_label("K* (colour on a log scale; ticks: the K grid)")
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save_plot(fig, path)
+
+
+NOT_REACHED_ROW = 0.035  # axes fraction per cell in the 'not reached' band at the top
 
 
 def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
-    """E_total (log) against K (log) for the chosen cells; K* circled; unreached K left out."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for snr, bw in cells:
-        rows = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == (snr, bw)]
-        reached = [r for r in rows if r["reached"]]
-        label = f"{snr:g} dB, {_hz(bw)}"
-        if not reached:
-            ax.plot([], [], label=label + " (no K reaches)")
-            continue
-        (line,) = ax.plot(
-            [r["K"] for r in reached], [r["E_total_j"] for r in reached], "o-", label=label
+    """E_total against K for the chosen cells: every K of the grid a tick and a point, a
+    K that never reached the target a hollow marker in the 'not reached' band at the top
+    (one row per cell), the line broken there; K* circled; with --seeds (plan.csv's
+    E_total_j_ci95) whiskers for the 95 % CI of the mean (on a log axis the lower whisker
+    stops above 0). Log axes where the K grid (one decade) or the energies (one decade)
+    span decades."""
+    cells = list(cells)
+    mine = {
+        cell: sorted(
+            (r for r in table if (r["snr_db"], r["bandwidth_hz"]) == tuple(cell)),
+            key=lambda r: r["K"],
         )
-        for r in reached:
+        for cell in map(tuple, cells)
+    }
+    ks = sorted({r["K"] for rows in mine.values() for r in rows} or {r["K"] for r in table})
+    energies = [r["E_total_j"] for rows in mine.values() for r in rows if r["reached"]]
+    short = [cell for cell, rows in mine.items() if any(not r["reached"] for r in rows)]
+    band = NOT_REACHED_ROW * (len(short) + 1) if short else 0.0
+    fig, ax = plt.subplots(figsize=(8.2, 4.4))
+    figures.grid_ticks(ax, ks, "x")
+    log_y = False
+    if energies:
+        log = log_y = figures.log_axis_if_spans(ax, energies, "y", decades=1)
+        reach = [r for rows in mine.values() for r in rows if r["reached"]]
+        hi = max(r["E_total_j"] + (r.get("E_total_j_ci95") or 0.0) for r in reach)
+        lo = (
+            min(energies)
+            if log
+            else min(r["E_total_j"] - (r.get("E_total_j_ci95") or 0.0) for r in reach)
+        )
+        if log:  # the data in the lower (1 - band - margin) of the axes
+            span = math.log10(hi / lo) or 1.0
+            top = 10 ** (math.log10(hi) + span * (band + 0.05) / (0.95 - band))
+            bottom = lo / 10 ** (0.05 * span)
+            band_low = 10 ** (math.log10(top) - band * (math.log10(top / bottom)))
+        else:
+            span = (hi - lo) or abs(hi) or 1.0
+            bottom, top = lo - 0.05 * span, hi + span * (band + 0.05) / (0.95 - band)
+            band_low = top - band * (top - bottom)
+        ax.set_ylim(bottom, top)
+        ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= band_low])  # none in the band
+        ax.yaxis.set_minor_locator(plt.NullLocator())
+    else:
+        ax.set_yticks([])
+        note = "no K reaches the target in these cells"
+        ax.text(0.5, 0.45, note, transform=ax.transAxes, ha="center", color="dimgrey")
+    top_band = blended_transform_factory(ax.transData, ax.transAxes)
+    handles = []
+    for cell, rows in mine.items():
+        label = f"{cell[0]:g} dB, {_hz(cell[1])}"
+        y = [r["E_total_j"] if r["reached"] else math.nan for r in rows]
+        (line,) = ax.plot([r["K"] for r in rows], y, "o-", label=label)
+        handles.append(line)
+        ci = [(r["K"], r["E_total_j"], r.get("E_total_j_ci95")) for r in rows if r["reached"]]
+        if any(c is not None for _, _, c in ci):  # --seeds: whiskers, the 95 % CI of the mean
+            ax.errorbar(
+                [k for k, _, _ in ci],
+                [e for _, e, _ in ci],
+                yerr=[min(c or 0.0, e * 0.999) if log_y else (c or 0.0) for _, e, c in ci],
+                fmt="none",
+                capsize=3,
+                color=line.get_color(),
+            )
+        for r in rows:
             if r["is_best"]:
-                ax.plot(r["K"], r["E_total_j"], "o", ms=12, mfc="none", color=line.get_color())
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("local steps K")
+                ax.plot(r["K"], r["E_total_j"], "o", ms=13, mfc="none", color=line.get_color())
+        missed = [r["K"] for r in rows if not r["reached"]]
+        if missed:
+            row_y = 1 - NOT_REACHED_ROW * (short.index(cell) + 1)
+            ax.plot(
+                missed,
+                [row_y] * len(missed),
+                "o",
+                mfc="none",
+                mew=1.5,
+                color=line.get_color(),
+                transform=top_band,
+                clip_on=False,
+            )
+        if not any(r["reached"] for r in rows):
+            line.set_label(label + " (no K reaches)")
+    if short:
+        ax.add_patch(
+            Rectangle((0, 1 - band), 1, band, transform=ax.transAxes, color="0.92", zorder=0)
+        )
+        ax.text(
+            -0.01, 1 - band / 2, "not reached", transform=ax.transAxes, fontsize=8, va="center"
+        ).set_horizontalalignment("right")
+        handles.append(
+            plt.Line2D(
+                [], [], marker="o", mfc="none", mec="black", ls="none", label="K not reached"
+            )
+        )
+    if any(r["is_best"] for rows in mine.values() for r in rows):
+        handles.append(
+            plt.Line2D(
+                [], [], marker="o", ms=13, mfc="none", mec="black", ls="none", label="K* (least E)"
+            )
+        )
+    if any(r.get("E_total_j_ci95") is not None for rows in mine.values() for r in rows):
+        handles.append(
+            plt.Line2D([], [], marker="_", ms=8, color="black", label="mean ± 95 % CI (seeds)")
+        )
+    ax.set_xlabel("local steps K (the plan's K grid)")
     ax.set_ylabel("E_total to target (J)")
-    ax.set_title(f"{scenario.name}: energy to {_target(scenario)} (K* circled)", fontsize=9)
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(_title(f"energy to {_target(scenario)} against K", scenario), fontsize=9)
+    figures.legend_outside(ax, handles=handles, title="cell: SNR, bandwidth", title_fontsize=7)
+    ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save_plot(fig, path)
 
 
 BANDWIDTH_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -178,23 +281,23 @@ def plot_kstar_breakeven(
             )
         )
         labels.append(f"bandwidth {_hz(b)}")
-    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figures.legend_outside(ax, handles=handles, labels=labels, fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     shown = sorted(rounds_by_k)
     ax.set_ylim(min(shown) / 1.6, max(shown) * 1.8)
-    ax.set_yticks(shown, [str(k) for k in shown])
-    ax.yaxis.set_minor_locator(plt.NullLocator())
+    figures.grid_ticks(ax, shown, "y", log=True)
     ax.set_xlabel("x = (E_tx + E_rx) per round / E_compute per local step  (J/J, dimensionless)")
     ax.set_ylabel("K* (local steps, log scale)")
     ax.set_title(
-        f"{scenario.name}: break-even K* to {_target(scenario)}\n"
-        "line: K* from R(K) alone; markers: the grid's cells at their x and K*",
+        _title(
+            f"break-even K* to {_target(scenario)} (line: K* from R(K) alone; "
+            "markers: the grid's cells at their x and K*)",
+            scenario,
+        ),
         fontsize=9,
     )
     ax.grid(True, which="major", axis="x", alpha=0.3)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save_plot(fig, path)

@@ -15,7 +15,8 @@ from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 from fedjoule.planning import backends, pareto
 from fedjoule.planning.backends import Job
-from fedjoule.planning.grid import Point, parse_grid, plan_points
+from fedjoule.planning.grid import Axis, Point, parse_grid, plan_points
+from fedjoule.report import aggregate
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import read_source
@@ -59,6 +60,8 @@ class SweepResult:
     rows: list[dict]  # sweep.csv's rows
     status: dict[str, str]  # run name -> skipped / resumed / ran / failed
     wall_time_s: float
+    grid_keys: list[str] = field(default_factory=list)  # the grid's keys, seed last
+    aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (--seeds)
 
 
 def run_folder(out: Path, point: Point) -> Path:
@@ -93,20 +96,28 @@ def run_sweep(
     out: Path,
     sets: list[str] | None = None,
     options: SweepOptions | None = None,
-    on_plan: Callable[[list[Point], dict[str, str]], None] | None = None,
+    on_plan: Callable[[list[Point], dict[str, str], dict[str, Path]], None] | None = None,
     on_run: Callable[[str, str], None] | None = None,
+    seeds: list[int] | None = None,
+    fronts: bool = True,
 ) -> SweepResult:
     """Run every point of the grid into out/runs/<name>; write sweep.csv, sweep.json and the
-    Pareto plots. `on_plan(points, states)` is called before the first run, `on_run(name,
-    status)` after each. Every grid value is validated before anything runs."""
+    Pareto plots. `on_plan(points, states, folders)` (run name -> state, run folder) is
+    called before the first run, `on_run(name,
+    status)` after each. Every grid value is validated before anything runs. `seeds`: the
+    grid is repeated for each seed (a last axis `seed`), and aggregate.csv/json give each
+    point's mean, std and 95 % CI over them (report/aggregate.py). `fronts`: write the
+    Pareto plots (plan's runs stop at the target, where fronts say nothing)."""
     options = options or SweepOptions()
     sets = list(sets or [])
-    axes = parse_grid(grid, sets)
+    axes = parse_grid(grid, sets, allow_empty=bool(seeds))
+    if seeds:
+        axes = [*axes, seed_axis(axes, sets, seeds)]
     points = plan_points(scenario, sets, axes)
     out = Path(out)
     states = {p.name: run_state(run_folder(out, p), p) for p in points}
     if on_plan:
-        on_plan(points, states)
+        on_plan(points, states, {p.name: run_folder(out, p) for p in points})
     tic = time.perf_counter()
     description = {
         "fedjoule_version": __version__,
@@ -165,10 +176,13 @@ def run_sweep(
         backends.run_local(jobs, options.workers, done)
         cluster = {}
 
-    rows = combined_rows(out, points, options.objective)
+    rows = combined_rows(out, points, options.objective, mark=not seeds)
     write_table(out / SWEEP_CSV, rows)
-    labels = [r["run"] for r in rows]
-    pareto.write_front_plots(rows, labels, out, options.objective)
+    means = []
+    if seeds:
+        means = write_seed_aggregate(out, points, options.objective, fronts)
+    elif fronts:
+        pareto.write_front_plots(rows, [r["run"] for r in rows], out, options.objective)
     wall = time.perf_counter() - tic
     description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
     for entry in description["runs"]:
@@ -182,14 +196,44 @@ def run_sweep(
             f"{len(errors)} of {len(points)} runs failed ({listed}); the others are in {out}. "
             "Run the same sweep again to retry them."
         )
-    return SweepResult(out, rows, status, wall)
+    return SweepResult(out, rows, status, wall, [a.key for a in axes], means)
 
 
-def combined_rows(out: Path, points: list[Point], objective: pareto.Objective) -> list[dict]:
-    """One row per finished run: its name, grid values and summary, Pareto marks."""
+def combined_rows(
+    out: Path, points: list[Point], objective: pareto.Objective, mark: bool = True
+) -> list[dict]:
+    """One row per finished run: its name, grid values and summary, Pareto marks (`mark`;
+    not across seeds, where the fronts are over the means in aggregate.csv)."""
     rows = []
     for p in points:
         path = run_folder(out, p) / "summary.json"
         if path.exists():
             rows.append({"run": p.name, **p.values, **json.loads(path.read_text())})
-    return pareto.mark_fronts(rows, objective)
+    return pareto.mark_fronts(rows, objective) if mark else rows
+
+
+def seed_axis(axes: list[Axis], sets: list[str], seeds: list[int]) -> Axis:
+    """The `seed` axis of --seeds; `seed` may not also be a --grid or --set key."""
+    if any(a.key == "seed" for a in axes) or any(
+        s.partition("=")[0].strip() == "seed" for s in sets
+    ):
+        raise FedjouleError("seed is given by --seeds; leave it out of --grid and --set")
+    return Axis("seed", tuple(str(s) for s in seeds))
+
+
+def write_seed_aggregate(
+    out: Path, points: list[Point], objective: pareto.Objective, fronts: bool = True
+) -> list[dict]:
+    """aggregate.csv/json, the band plots and the Pareto fronts over the means, from the
+    finished runs of a sweep with a seed axis."""
+    finished = [
+        (p.values, run_folder(out, p))
+        for p in points
+        if (run_folder(out, p) / "summary.json").exists()
+    ]
+    groups = aggregate.group_by_seed(finished)
+    rows = aggregate.write_aggregate(out, groups, objective)
+    aggregate.plot_bands(out, groups)
+    if fronts and len(groups) > 1:  # one group (run --seeds) has no front to draw
+        aggregate.plot_mean_fronts(out, rows, objective, groups)
+    return rows

@@ -2,7 +2,8 @@
 table of their summaries with the Pareto fronts marked (`fedjoule report`)."""
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -15,10 +16,11 @@ from fedjoule.errors import FedjouleError  # noqa: E402
 from fedjoule.folders import stamped_folder
 from fedjoule.planning import pareto  # noqa: E402
 from fedjoule.planning.sweep import SWEEP_JSON  # noqa: E402
-from fedjoule.report.plots import ACCURACY_AXES  # noqa: E402
+from fedjoule.report import aggregate, figures  # noqa: E402
+from fedjoule.report.figures import PlotContext, plot_steps  # noqa: E402
+from fedjoule.report.plots import ACCURACY_AXES, accuracy_x  # noqa: E402
 from fedjoule.report.results import read_rounds  # noqa: E402
 from fedjoule.report.table import write_table  # noqa: E402
-from fedjoule.storage import save_figure  # noqa: E402
 
 REPORT_CSV = "report.csv"
 
@@ -28,6 +30,7 @@ class Comparison:
     out: Path
     rows: list[dict]  # report.csv's rows: run label, folder, summary, Pareto marks
     files: list[Path]
+    aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (repeats)
 
 
 def default_report_dir() -> Path:
@@ -72,37 +75,91 @@ def compare_runs(
     """Write the comparison plots, report.csv and the Pareto plots into `out`."""
     dirs = expand_run_dirs(paths)
     labels = run_labels(dirs)
+    values = grid_values(paths)
     rows = [
-        {"run": label, "folder": str(d), **json.loads((d / "summary.json").read_text())}
+        {
+            "run": label,
+            "folder": str(d),
+            **values.get(d.resolve(), {}),
+            **json.loads((d / "summary.json").read_text()),
+        }
         for label, d in zip(labels, dirs, strict=True)
     ]
-    rows = pareto.mark_fronts(rows, objective)
+    groups = seed_groups(dirs, labels)
+    repeated = any(len(g.run_dirs) > 1 for g in groups)
+    if not repeated:  # fronts over single seeds' points only where no run is repeated
+        rows = pareto.mark_fronts(rows, objective)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_table(out / REPORT_CSV, rows)
     curves = {label: read_rounds(d / "rounds.csv") for label, d in zip(labels, dirs, strict=True)}
-    files = [out / REPORT_CSV, *plot_curves(curves, out)]
-    files += pareto.write_front_plots(rows, labels, out, objective)
-    return Comparison(out, rows, files)
+    contexts = {label: PlotContext.from_folder(d) for label, d in zip(labels, dirs, strict=True)}
+    files = [out / REPORT_CSV, *plot_curves(curves, out, contexts)]
+    means = []
+    if repeated:
+        means = aggregate.write_aggregate(out, groups, objective)
+        files += [out / aggregate.AGGREGATE_CSV, out / aggregate.AGGREGATE_JSON]
+        files += aggregate.plot_bands(out, groups)
+        if len(groups) > 1:
+            files += aggregate.plot_mean_fronts(out, means, objective, groups)
+    else:
+        files += pareto.write_front_plots(rows, labels, out, objective)
+    return Comparison(out, rows, files, means)
 
 
-def plot_curves(curves: dict[str, list[dict]], out: Path) -> list[Path]:
-    """accuracy_vs_round/time/energy.png: the test accuracy of every run, one line each."""
+def grid_values(paths: list[Path]) -> dict[Path, dict[str, str]]:
+    """The grid values of the runs of the sweep folders among `paths` (sweep.json)."""
+    found = {}
+    for path in map(Path, paths):
+        if (path / SWEEP_JSON).exists():
+            for run in json.loads((path / SWEEP_JSON).read_text())["runs"]:
+                found[(path / run["folder"]).resolve()] = dict(run.get("values", {}))
+    return found
+
+
+def seed_groups(dirs: list[Path], labels: list[str]) -> list[aggregate.SeedGroup]:
+    """The runs grouped by their scenario without its seed (scenario.yaml): a group of
+    several is one experiment repeated over seeds; labelled by its first run's label."""
+    from fedjoule.scenarios.yaml_reader import parse_yaml
+
+    groups: dict[str, aggregate.SeedGroup] = {}
+    for d, label in zip(dirs, labels, strict=True):
+        raw = parse_yaml((d / "scenario.yaml").read_text(), str(d / "scenario.yaml"))
+        seed = int(raw.pop("seed", 0))
+        key = json.dumps(raw, sort_keys=True, default=str)
+        name = re.sub(r"(__)?seed=\d+", "", label) or label  # a sweep's name less its seed
+        group = groups.setdefault(key, aggregate.SeedGroup(name, {}, [], []))
+        group.seeds.append(seed)
+        group.run_dirs.append(d)
+    return list(groups.values())
+
+
+def plot_curves(
+    curves: dict[str, list[dict]], out: Path, contexts: dict[str, PlotContext] | None = None
+) -> list[Path]:
+    """accuracy_vs_round/time/energy.png: the test accuracy of every run, one step line each
+    (the accuracy changes at aggregation only), the runs' targets, titles naming their
+    scenarios and algorithms (`contexts`: run label -> its PlotContext)."""
+    contexts = contexts or {}
+    evaluated = {
+        run: [r for r in rows if r["accuracy"] == r["accuracy"]] for run, rows in curves.items()
+    }
     written = []
-    for column, label, name in ACCURACY_AXES:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for run, rows in curves.items():
-            rows = [r for r in rows if r["accuracy"] == r["accuracy"]]  # evaluated rounds
-            x = [r[column] + (1 if column == "round" else 0) for r in rows]
-            ax.plot(x, [r["accuracy"] for r in rows], marker=".", label=run)
-        ax.set_xlabel(label)
+    for column, what, name in ACCURACY_AXES:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        every = [r[column] for rows in evaluated.values() for r in rows]
+        scaled = iter(accuracy_x(ax, column, what, every))
+        for run, rows in evaluated.items():
+            x = [next(scaled) for _ in rows]
+            plot_steps(ax, x, [r["accuracy"] for r in rows], label=run)
+        figures.add_target_lines(ax, contexts.values(), ["accuracy"])
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        title = f"test accuracy against {what}, {len(curves)} runs"
+        ax.set_title(figures.plot_title(title, list(contexts.values())), fontsize=9)
+        figures.legend_outside(ax, fontsize=7, title="markers: evaluations", title_fontsize=7)
         fig.tight_layout()
-        save_figure(fig, out / name, dpi=110)
-        plt.close(fig)
-        written.append(out / name)
+        written.append(figures.save_plot(fig, out / name))
     return written
 
 
@@ -120,16 +177,53 @@ def summary_table(rows: list[dict], keys: list[str] | None = None, title: str = 
     """A rich table of run summaries: the run, `keys` (e.g. grid values), the main summary
     fields, and the fronts each run is on (E: energy, T: time)."""
     table = Table(title=title or None)
-    for name in ["run", *(keys or [])]:
-        table.add_column(name)
+    if not keys:  # a sweep's run name is its grid values: the columns say it
+        table.add_column("run", overflow="fold")  # never truncated: wrapped when narrow
+    for name in keys or []:
+        table.add_column(name.rsplit(".", 1)[-1], overflow="fold")
     for _, header, _ in SHOWN:
-        table.add_column(header, justify="right")
-    table.add_column("front")
+        table.add_column(header, justify="right", overflow="fold")
+    table.add_column("front", overflow="fold")
     for row in rows:
-        cells = [str(row["run"]), *(str(row.get(k, "")) for k in keys or [])]
+        cells = [] if keys else [str(row["run"])]
+        cells += [str(row.get(k, "")) for k in keys or []]
         for key, _, fmt in SHOWN:
             value = row.get(key)
             cells.append("—" if value is None or value == "" else fmt.format(value))
+        marks = "E" * int(row.get("pareto_energy", 0)) + "T" * int(row.get("pareto_time", 0))
+        cells.append(marks)
+        table.add_row(*cells)
+    return table
+
+
+def aggregate_table(rows: list[dict], keys: list[str], title: str = "") -> Table:
+    """A rich table of aggregate.csv rows: each group's grid values (`keys`, without the
+    seed), its number of seeds, and mean +- 95 % CI half-width over seeds of the main
+    summary fields ("n=2": seeds with a value, where not all have one), and the fronts of
+    the means."""
+    keys = [k for k in keys if k != "seed"]
+    table = Table(title=title or None)
+    for name in keys or ["group"]:
+        table.add_column(name.rsplit(".", 1)[-1], overflow="fold")
+    table.add_column("seeds", justify="right")
+    shown = [s for s in SHOWN if s[0] != "rounds_completed"]
+    for _, header, _ in shown:
+        table.add_column(header, justify="right", overflow="fold")
+    table.add_column("front", overflow="fold")
+    for row in rows:
+        cells = [str(row.get(k, "")) for k in keys] or [str(row["group"])]
+        cells.append(str(row["runs"]))
+        for key, _, fmt in shown:
+            mean, half, n = (row.get(f"{key}_{s}") for s in ("mean", "ci95", "n"))
+            if mean is None or mean == "":
+                cells.append("—")
+                continue
+            text = ("{:.4g}" if fmt == "{}" else fmt).format(float(mean))
+            if half not in (None, ""):
+                text += f" ± {float(half):.2g}"
+            if n not in (None, "") and int(n) < int(row["runs"]):
+                text += f" (n={n})"
+            cells.append(text)
         marks = "E" * int(row.get("pareto_energy", 0)) + "T" * int(row.get("pareto_time", 0))
         cells.append(marks)
         table.add_row(*cells)

@@ -1,4 +1,6 @@
-"""PNG plots of a run: accuracy against round, simulated time and energy; energy by class."""
+"""Plots of a run: accuracy against round, simulated time and energy (a step line: the
+accuracy only changes at aggregation), and energy by device class per device and per
+participation."""
 
 import csv
 from collections import defaultdict
@@ -9,57 +11,129 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fedjoule.report.results import read_rounds  # noqa: E402
-from fedjoule.storage import save_figure  # noqa: E402
+from fedjoule.report import figures  # noqa: E402
+from fedjoule.report.figures import PlotContext  # noqa: E402
+from fedjoule.report.results import ENERGY_FIELDS, read_rounds  # noqa: E402
 
+# rounds.csv column -> (axis, file); rounds are numbered from 0 as in rounds.csv
 ACCURACY_AXES = [
     ("round", "round", "accuracy_vs_round.png"),
-    ("sim_time_end_s", "simulated time (s)", "accuracy_vs_time.png"),
-    ("cumulative_energy_j", "cumulative energy (J)", "accuracy_vs_energy.png"),
+    ("sim_time_end_s", "simulated time", "accuracy_vs_time.png"),
+    ("cumulative_energy_j", "cumulative energy", "accuracy_vs_energy.png"),
 ]
+ACCURACY_SERIES = (("accuracy", "test accuracy"), ("worst_client_accuracy", "worst client"))
+ENERGY_LABELS = {
+    "energy_compute_j": "compute",
+    "energy_tx_j": "transmit",
+    "energy_rx_j": "receive",
+    "energy_radio_promotion_j": "radio promotion",
+    "energy_radio_tail_j": "radio tail",
+    "energy_idle_j": "idle",
+}
+
+
+def accuracy_x(ax, column: str, label: str, values: list[float]) -> list[float]:
+    """The x values of an accuracy plot on `column`'s axis (rounds from 0; time in the unit
+    its span reads best in; log where time or energy span two decades)."""
+    if column == "round":
+        ax.set_xlabel("round (from 0, as in rounds.csv)")
+        figures.integer_ticks(ax)
+        return values
+    if column == "sim_time_end_s":
+        scaled, _ = figures.time_axis(ax, values, "simulated time at the evaluation")
+        return scaled
+    ax.set_xlabel(f"{label} (J)")
+    figures.log_axis_if_spans(ax, values)
+    return values
 
 
 def plot_run(out_dir: Path) -> list[Path]:
     """Write the run's plots next to its rounds.csv and clients.csv; returns their paths."""
     out_dir = Path(out_dir)
+    context = PlotContext.from_folder(out_dir)
     rows = [r for r in read_rounds(out_dir / "rounds.csv") if r["accuracy"] == r["accuracy"]]
     written = []
     for column, label, name in ACCURACY_AXES:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        x = [r[column] + (1 if column == "round" else 0) for r in rows]
-        ax.plot(x, [r["accuracy"] for r in rows], label="test accuracy")
-        ax.plot(x, [r["worst_client_accuracy"] for r in rows], label="worst client", alpha=0.7)
-        ax.set_xlabel(label)
+        fig, ax = plt.subplots(figsize=(7.5, 4))
+        x = accuracy_x(ax, column, label, [r[column] for r in rows])
+        for key, series in ACCURACY_SERIES:
+            kept = [(xi, r[key]) for xi, r in zip(x, rows, strict=True) if r[key] == r[key]]
+            if kept:
+                figures.plot_steps(ax, *zip(*kept, strict=True), label=series)
+        figures.add_target_lines(ax, [context], [key for key, _ in ACCURACY_SERIES])
         ax.set_ylabel("accuracy")
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.set_title(figures.plot_title(f"accuracy against {label}", context), fontsize=9)
+        figures.legend_outside(ax, title="markers: evaluations", title_fontsize=7)
         fig.tight_layout()
-        save_figure(fig, out_dir / name, dpi=110)
-        plt.close(fig)
-        written.append(out_dir / name)
-    written.append(plot_energy_by_class(out_dir))
+        written.append(figures.save_plot(fig, out_dir / name))
+    written.append(plot_energy_by_class(out_dir, context))
     return written
 
 
-def plot_energy_by_class(out_dir: Path) -> Path:
-    """Stacked bars of compute, transmit and receive energy per device class."""
-    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    with (out_dir / "clients.csv").open() as f:
+def energy_by_class(clients_csv: Path) -> dict[str, dict]:
+    """Per device class: its devices, selections (participations), arrivals and the
+    total of each energy column of clients.csv."""
+    classes: dict[str, dict] = {}
+    with Path(clients_csv).open() as f:
         for row in csv.DictReader(f):
-            for kind in ("compute", "tx", "rx"):
-                totals[row["device_class"]][kind] += float(row[f"energy_{kind}_j"])
-    names = list(totals)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    bottom = [0.0] * len(names)
-    for kind in ("compute", "tx", "rx"):
-        values = [totals[n][kind] for n in names]
-        ax.bar(names, values, bottom=bottom, label=kind)
-        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.set_ylabel("energy (J)")
-    ax.set_title("energy by device class")
-    ax.legend()
+            c = classes.setdefault(
+                row["device_class"],
+                {"devices": 0, "selected": 0, "arrived": 0, "energy": defaultdict(float)},
+            )
+            c["devices"] += 1
+            c["selected"] += int(float(row.get("selected") or 0))
+            c["arrived"] += int(float(row.get("arrived") or 0))
+            for field in ENERGY_FIELDS:
+                if row.get(field):
+                    c["energy"][field] += float(row[field])
+    return classes
+
+
+def plot_energy_by_class(out_dir: Path, context: PlotContext | None = None) -> Path:
+    """Two panels of stacked energy bars per device class: the mean per device (class total
+    / devices) and per participation (class total / times its devices were selected, a
+    dropped participation included); each class labelled with its counts."""
+    out_dir = Path(out_dir)
+    context = context or PlotContext.from_folder(out_dir)
+    classes = energy_by_class(out_dir / "clients.csv")
+    names = list(classes)
+    fields = [f for f in ENERGY_FIELDS if any(classes[n]["energy"][f] for n in names)]
+    fields = fields or ["energy_compute_j"]
+    ticks = [
+        f"{n}\n{classes[n]['devices']} devices\n{classes[n]['selected']} participations"
+        for n in names
+    ]
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.5, 2.2 * len(names) + 4), 4.6))
+    panels = (
+        ("mean per device", "devices", "energy per device (J)"),
+        ("per participation (per selection)", "selected", "energy per participation (J)"),
+    )
+    colours = plt.get_cmap("tab10")
+    for ax, (what, count, ylabel) in zip(axes, panels, strict=True):
+        bottom = [0.0] * len(names)
+        for i, field in enumerate(fields):
+            values = [
+                classes[n]["energy"][field] / classes[n][count] if classes[n][count] else 0.0
+                for n in names
+            ]
+            ax.bar(
+                range(len(names)),
+                values,
+                bottom=bottom,
+                label=ENERGY_LABELS.get(field, field),
+                color=colours(i),
+            )
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        for j, (n, total) in enumerate(zip(names, bottom, strict=True)):
+            text = f"{total:.3g} J" if classes[n][count] else "never\nselected"
+            ax.text(j, total, text, ha="center", va="bottom", fontsize=7)
+        ax.margins(y=0.12)
+        ax.set_xticks(range(len(names)), ticks, fontsize=7)
+        ax.set_ylabel(ylabel)
+        ax.set_title(what, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    figures.legend_outside(axes[1], title="energy")
+    fig.suptitle(figures.plot_title("energy by device class", context), fontsize=9)
     fig.tight_layout()
-    path = out_dir / "energy_by_class.png"
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return figures.save_plot(fig, out_dir / "energy_by_class.png")

@@ -144,3 +144,122 @@ def finite_or_none(value):
 
 def write_json(path: Path, data: dict) -> None:
     write_text_atomically(path, json.dumps(data, indent=2, allow_nan=False, default=str) + "\n")
+
+
+# ------------------------------------------------------------------ summary.json's counts
+DROP_COLUMNS = (
+    "dropped_deadline",
+    "dropped_offline",
+    "dropped_outage",
+    "dropped_battery",
+    "dropped_overcommit",
+)
+# summary.json's `warnings` (printed in yellow by `fedjoule run`): more than this share of
+# the rounds played failed, or of the selected clients were dropped (over-committed clients
+# not counted: round.overcommit > 1 selects them to be dropped)
+FAILED_ROUNDS_WARN = 0.25
+DROPPED_WARN = 0.5
+
+# the likely cause a warning names: what each drop means, with the scenario fields to change
+_CAUSES = {
+    "dropped_deadline": "the clients' rounds (download, local steps, upload) outlast "
+    "round.deadline_s{deadline}; raise it, or shorten the work (a smaller model, fewer "
+    "training.local_steps, more channel bandwidth)",
+    "dropped_offline": "clients go offline before their upload ends (availability.kind = "
+    "{availability}); shorter rounds, or clients that stay online longer",
+    "dropped_outage": "uploads fail 1 + channel.max_retx times (outage: low SNR at the cell "
+    "edge, low tx power)",
+    "dropped_battery": "clients' batteries run down to their threshold (battery_j, charging)",
+    "dropped_overcommit": "over-committed clients are dropped once training.clients_per_round "
+    "arrived (round.overcommit)",
+}
+
+
+def round_totals(rows: list[dict]) -> dict:
+    """summary.json's counts over rounds.csv's rows (read_rounds): failed rounds, selected,
+    arrived and dropped clients, and the drops by cause (each the sum of its column)."""
+
+    def total(column: str) -> int:
+        return int(sum(row.get(column) or 0 for row in rows))
+
+    return {
+        "rounds_failed": total("failed"),
+        "selected_total": total("selected"),
+        "arrived_total": total("arrived"),
+        "dropped_total": total("dropped"),
+        **{column: total(column) for column in DROP_COLUMNS},
+    }
+
+
+def round_warnings(rows: list[dict], totals: dict, scenario=None) -> list[str]:
+    """A warning when more than FAILED_ROUNDS_WARN of the rounds failed or more than
+    DROPPED_WARN of the selected clients were dropped (over-commit drops, which are meant,
+    not counted): the numbers and the likely cause. `scenario` (optional) names the values
+    of the fields to change."""
+    played, failed = len(rows), totals["rounds_failed"]
+    selected, arrived = totals["selected_total"], totals["arrived_total"]
+    dropped = totals["dropped_total"] - totals["dropped_overcommit"]
+    many_failed = played > 0 and failed > FAILED_ROUNDS_WARN * played
+    many_dropped = selected > 0 and dropped > DROPPED_WARN * selected
+    if not (many_failed or many_dropped):
+        return []
+    parts = []
+    if many_failed:
+        min_clients = f" = {scenario.round.min_clients}" if scenario is not None else ""
+        parts.append(
+            f"{failed:,} of {played:,} rounds failed ({_percent(failed, played)}; fewer than "
+            f"round.min_clients{min_clients} uploads arrived)"
+        )
+    parts.append(
+        f"{arrived:,} of {selected:,} selected clients arrived, {dropped:,} "
+        f"({_percent(dropped, selected)}) were dropped"
+        + (" (over-commit drops not counted)" if totals["dropped_overcommit"] else "")
+    )
+    return ["; ".join(parts) + f". Likely cause: {_likely_cause(rows, totals, scenario)}"]
+
+
+def _likely_cause(rows: list[dict], totals: dict, scenario) -> str:
+    """The largest drop cause; or, when most failed rounds had fewer clients to select than
+    they need, that."""
+    need = scenario.round.min_clients if scenario is not None else 1
+    starved = sum(1 for row in rows if row.get("failed") and (row.get("selected") or 0) < need)
+    if starved and 2 * starved >= totals["rounds_failed"]:
+        return (
+            f"in {starved:,} failed rounds fewer clients than round.min_clients were online "
+            "to select (availability, training.clients_per_round)"
+        )
+    meant = "dropped_overcommit"  # not a problem: round.overcommit selects them to be dropped
+    column = max((c for c in DROP_COLUMNS if c != meant), key=lambda c: totals[c])
+    if not totals[column]:
+        return "too few clients selected a round (training.clients_per_round)"
+    fields = {"deadline": "", "availability": "?"}
+    if scenario is not None:
+        fields = {
+            "deadline": f" = {scenario.round.deadline_s:g} s"
+            if scenario.round.deadline_s is not None
+            else "",
+            "availability": scenario.availability.kind,
+        }
+    share = _percent(totals[column], totals["dropped_total"] - totals[meant])
+    return f"{column} ({totals[column]:,}, {share} of the drops): " + _CAUSES[column].format(
+        **fields
+    )
+
+
+def _percent(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f} %" if whole else "0 %"
+
+
+def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
+    """`summary` with round_totals over rounds.csv (as it stands: a resumed run's rounds
+    all there) after its rounds_completed, and the round_warnings, a list, as `warnings`."""
+    rows = read_rounds(rounds_csv, missing=None) if Path(rounds_csv).exists() else []
+    totals = round_totals(rows)
+    out = {}
+    for key, value in summary.items():
+        out[key] = value
+        if key == "rounds_completed":
+            out.update(totals)
+    out.update(totals)  # (no rounds_completed: at the end; order kept otherwise)
+    out["warnings"] = round_warnings(rows, totals, scenario)
+    return out

@@ -9,7 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from fedjoule.storage import save_figure  # noqa: E402
+from fedjoule.report import figures  # noqa: E402
+from fedjoule.report.figures import PlotContext  # noqa: E402
 
 COLOURS = {
     "backhaul_down": "#9467bd",
@@ -82,45 +83,74 @@ def events_text(round_index: int, records) -> str:
     return "".join(json.dumps(e) + "\n" for e in event_dicts(round_index, records))
 
 
-def plot_timeline(path: Path, row: dict, records, deadline_s: float | None = None) -> Path:
-    """Gantt chart of one round: per client, download, compute, upload and waiting."""
+def plot_timeline(
+    path: Path,
+    row: dict,
+    records,
+    deadline_s: float | None = None,
+    context: PlotContext | None = None,
+) -> Path:
+    """Gantt chart of one round (numbered from 0, as in rounds.csv): per client, download,
+    compute, upload and waiting, against the time since the round's start in the unit its
+    length reads best in. `context` names scenario and algorithm in the title (default:
+    the scenario.yaml beside `path`)."""
+    path = Path(path)
+    context = context if context is not None else PlotContext.from_folder(path.parent)
     start, end = row["sim_time_start_s"], row["sim_time_end_s"]
     records = sorted(records, key=lambda rec: rec.client)
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(records) + 1.6))
+    # a deadline far beyond the round's end would squeeze the round into a sliver: it
+    # is then named in the legend instead of drawn
+    deadline_shown = bool(deadline_s) and deadline_s <= 1.5 * (end - start)
+    unit, scale = figures.time_unit(max(end - start, deadline_s if deadline_shown else 0.0))
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(records) + 1.9))
+    drawn: set[str] = set()
     for y, rec in enumerate(records):
         last = start
         for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
             key = "uplink_failed" if kind == "uplink" and not ok else kind
+            drawn.add(key)
             if kind in ("tail", "idle"):
                 t0 = max(t0, start)  # a tail from an earlier round: its part in this one
-                ax.barh(y + 0.3, t1 - t0, left=t0 - start, color=COLOURS[key], height=0.15)
+                width, left = (t1 - t0) / scale, (t0 - start) / scale
+                ax.barh(y + 0.3, width, left=left, color=COLOURS[key], height=0.15)
                 continue
-            ax.barh(y, t1 - t0, left=t0 - start, color=COLOURS[key], height=0.7)
+            ax.barh(y, (t1 - t0) / scale, left=(t0 - start) / scale, color=COLOURS[key], height=0.7)
             last = max(last, t1)
         if end > last:
-            ax.barh(y, end - last, left=last - start, color=COLOURS["waiting"], height=0.7)
+            drawn.add("waiting")
+            width, left = (end - last) / scale, (last - start) / scale
+            ax.barh(y, width, left=left, color=COLOURS["waiting"], height=0.7)
         if rec.outcome != "arrived":
-            ax.plot(rec.end_s - start, y, "kx")
-            ax.text(rec.end_s - start, y, f" {rec.outcome}", va="center", fontsize=7)
-    if deadline_s:
-        ax.axvline(deadline_s, color="k", ls="--", lw=1)
+            ax.plot((rec.end_s - start) / scale, y, "kx")
+            ax.text((rec.end_s - start) / scale, y, f" {rec.outcome}", va="center", fontsize=7)
+    handles = [
+        Patch(color=COLOURS[k], label=v)
+        for k, v in {**LABELS, **RADIO_LABELS}.items()
+        if k in drawn or (k == "backhaul_down" and "backhaul_up" in drawn)
+    ]
+    if any(rec.outcome != "arrived" for rec in records):
+        handles.append(
+            plt.Line2D([], [], marker="x", color="k", ls="none", label="client left the round")
+        )
+    if deadline_shown:
+        handles.append(
+            ax.axvline(deadline_s / scale, color="k", ls="--", lw=1, label="round deadline")
+        )
+    elif deadline_s:
+        d_unit, d_scale = figures.time_unit(deadline_s)
+        note = f"round deadline {deadline_s / d_scale:.3g} {d_unit} (beyond the right edge)"
+        handles.append(Patch(color="none", label=note))
     ax.set_yticks(
         range(len(records)), [f"client {rec.client} (cell {rec.cell})" for rec in records]
     )
     ax.invert_yaxis()
-    ax.set_xlabel(f"simulated time since the round's start (s); round {int(row['round'])}")
-    ax.set_title(
+    ax.set_xlabel(f"simulated time since the round's start ({unit})")
+    ax.set_xlim(left=0)
+    what = (
         f"round {int(row['round'])}: {int(row['arrived'])} of {int(row['selected'])} arrived, "
-        f"{end - start:.3g} s"
+        f"{(end - start) / scale:.3g} {unit}"
     )
-    kinds = {span[0] for rec in records for span in rec.spans}
-    labels = {**LABELS, **{k: v for k, v in RADIO_LABELS.items() if k in kinds}}
-    ax.legend(
-        handles=[Patch(color=COLOURS[k], label=v) for k, v in labels.items()],
-        fontsize=7,
-        loc="lower right",
-    )
+    ax.set_title(figures.plot_title(what, context), fontsize=9)
+    figures.legend_outside(ax, handles=handles, fontsize=7)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return figures.save_plot(fig, path)

@@ -9,7 +9,7 @@ from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.report.plots import plot_run
-from fedjoule.report.results import RoundsFile, write_clients, write_json
+from fedjoule.report.results import RoundsFile, with_round_totals, write_clients, write_json
 from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
@@ -107,7 +107,7 @@ def start_folder(out: Path, scenario: Scenario | None) -> None:
     """Clear what an interrupted start left and write scenario.yaml (unless None: kept)."""
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
-    for stale in [*out.glob("client_state*.bin"), *out.glob("timeline_round_*.png")]:
+    for stale in [*out.glob("client_state*.bin"), *out.glob("timeline_round_*.*")]:
         stale.unlink()
     if scenario is not None:
         header = f"{HEADER} {__version__}; every field is shown\n"
@@ -165,7 +165,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
 
     sim.store.close()
     write_clients(out / "clients.csv", client_rows(sim))
-    summary = sim.summary()
+    summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
     write_json(out / "summary.json", summary)
     if sim.finished():
         plot_run(out)

@@ -14,7 +14,7 @@ from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
-from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, write_json
+from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.engine import ENERGY_FIELDS
@@ -103,6 +103,7 @@ def run_system(
     if clients_csv:
         write_system_clients(out / "clients.csv", world, ledger, battery)
     summary = system_summary(world, ledger, battery, sim_time_s, last, engine)
+    summary = with_round_totals(summary, out / "rounds.csv", scenario)
     summary["wall_time_s"] = time.perf_counter() - tic
     write_json(out / "summary.json", summary)
     return out, summary
@@ -138,8 +139,6 @@ def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine) -> dict
         "sim_time_s": sim_time_s,
         "energy_total_j": sum(energy.values()),
         **energy,
-        "participations": int(ledger["selected"].sum()),
-        "arrivals": int(ledger["arrived"].sum()),
         "battery_used_j": float((world.population.battery_initial_j - battery_j).sum()),
         "model_params": world.n_params,
         "uplink_bits_per_client": world.uplink_bits,

@@ -65,8 +65,13 @@ def test_unreached_k_is_left_out_and_bad_input_is_refused():
     for bad in (-1.0, math.nan):
         with pytest.raises(ValueError, match="x="):
             kstar_of_x(EXAMPLE, bad)
-    with pytest.raises(ValueError, match="integers >= 1"):
+    with pytest.raises(ValueError, match="an integer >= 1"):
         kstar_of_x({0: 5}, 1.0)
+    with pytest.raises(ValueError, match=r"R\(K\) >= 1"):
+        kstar_of_x({2: 0.5}, 1.0)
+    # means over seeds: 100.5 (1 + x) = 30.25 (10 + x) at x = (302.5 - 100.5) / 70.25
+    means = {1: 100.5, 10: 30.25}
+    assert breakpoints(means) == [(0.0, 202 / 70.25, 1), (202 / 70.25, math.inf, 10)]
     assert breakpoints({7: 12}) == [(0.0, math.inf, 7)]
     # equal R K at x = 0: K=1 only at x = 0 itself (a range of zero width), K=2 beyond
     assert breakpoints({1: 10, 2: 5}) == [(0.0, 0.0, 1), (0.0, math.inf, 2)]

@@ -115,7 +115,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
 
     plans = []
     again = run_sweep(
-        "default", GRID, out, SETS, options, on_plan=lambda p, states: plans.append(states)
+        "default", GRID, out, SETS, options, on_plan=lambda p, states, folders: plans.append(states)
     )
     assert plans == [{NAMES[0]: "done", NAMES[1]: "done", NAMES[2]: "partial", NAMES[3]: "new"}]
     assert again.status == {
@@ -154,7 +154,13 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
         summary = json.loads((folder / "summary.json").read_text())
         for key, value in summary.items():
             assert row[key] == (
-                "" if value is None else repr(value) if isinstance(value, float) else str(value)
+                ""
+                if value is None
+                else repr(value)
+                if isinstance(value, float)
+                else "; ".join(value)
+                if isinstance(value, list)
+                else str(value)
             ), key
     # a sweep folder stands for all its runs
     assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == NAMES
