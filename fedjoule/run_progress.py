@@ -67,7 +67,8 @@ class RunsProgress:
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> "RunsProgress":
-        self.progress.start()
+        self.progress.start()  # the total's bar from the first second (checking the grid)
+        self.total = self.progress.add_task(self.label, total=None, status="checking the grid")
         self.thread.start()
         return self
 
@@ -90,7 +91,7 @@ class RunsProgress:
             if self.total is None:
                 self.total = self.progress.add_task(self.label, total=cap, status="")
             else:
-                self.progress.update(self.total, total=cap)
+                self.progress.update(self.total, total=cap, status="")
         self._refresh()
 
     def on_run(self, name: str, status: str) -> None:
@@ -116,7 +117,7 @@ class RunsProgress:
 
     def _refresh(self, status: str | None = None) -> None:
         with self.lock:
-            if self.total is None:
+            if self.total is None or not self.runs:
                 return
             done = 0
             for key, (folder, cap) in self.runs.items():
