@@ -479,6 +479,10 @@ def sweep(
     and Pareto plots. Finished runs are skipped and partial ones resumed on a restart.
     With --seeds, every point once per seed, and aggregate.csv/json, band plots and
     Pareto fronts over the means."""
+    if not grid and not seeds:  # checked before the imports: a usage mistake is quick
+        raise FedjouleError(
+            "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
+        )
     use_plot_formats(plot_format)
 
     from fedjoule.planning.pareto import Objective
@@ -487,10 +491,6 @@ def sweep(
     from fedjoule.seeds import parse_seeds
 
     seed_list = parse_seeds(seeds)
-    if not grid and not seed_list:
-        raise FedjouleError(
-            "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
-        )
 
     options = SweepOptions(
         backend=backend,

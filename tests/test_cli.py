@@ -53,6 +53,13 @@ def test_usage_mistakes_are_one_short_message_and_exit_2(args, words):
     assert len(proc.stderr.splitlines()) <= 3 and proc.stdout == ""
 
 
+def interruptible() -> None:
+    """In the child before it starts: SIGINT at its default, as in a terminal. A test suite
+    started in the background by a non-interactive shell (`make test &`) inherits SIGINT
+    ignored, and a Python started with SIGINT ignored never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_stops_a_run_with_a_resume_hint(tmp_path, signame):
     out = tmp_path / "run"
@@ -61,6 +68,7 @@ def test_a_signal_stops_a_run_with_a_resume_hint(tmp_path, signame):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     rounds = out / "rounds.csv"
     deadline = time.monotonic() + 120
@@ -89,6 +97,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 180
     while not any(
