@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -117,16 +117,9 @@ def scenario_label(scenario: str) -> str:
 
 
 def progress_bar(quiet: bool) -> Progress:
-    """The bar of long commands: description, bar, done/total, a status field, time."""
-    return Progress(
-        TextColumn("{task.description}", style="bold", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}", markup=False),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet,
-    )
+    """The bar of long commands: description, bar, done/total, a status field, time spent
+    and time left."""
+    return many_runs_progress(console, quiet)
 
 
 SetOption = Annotated[

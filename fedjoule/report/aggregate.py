@@ -178,13 +178,8 @@ def plot_bands(out: Path, groups: list[SeedGroup], title: str = "") -> list[Path
         figures.integer_ticks(ax)
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
         what = f"{ylabel}: mean over {n} seeds, band = 95 % CI (Student t)"
-        ax.set_title(figures.plot_title(what, contexts), fontsize=9)
-        if groups:
-            figures.legend_outside(ax, fontsize=8)
-        fig.tight_layout()
-        files.append(figures.save_plot(fig, Path(out) / name))
+        files.append(_finish(fig, ax, what, contexts, bool(groups), Path(out) / name))
     return files
 
 
@@ -243,11 +238,19 @@ def plot_mean_fronts(out: Path, rows: list[dict], objective: pareto.Objective, g
         figures.log_axis_if_spans(ax, [r[f"{cost}_mean"] for r in shown])
         ax.set_xlabel(xlabel.replace(" (", " to target (") if objective.to_target else xlabel)
         ax.set_ylabel(acc.replace("_", " "))
-        ax.grid(alpha=0.3)
         what = f"Pareto front of the means over seeds ({kind})"
-        ax.set_title(figures.plot_title(what, contexts), fontsize=9)
-        if shown:
-            figures.legend_outside(ax, fontsize=8)
-        fig.tight_layout()
-        files.append(figures.save_plot(fig, Path(out) / f"pareto_{kind}_mean.png"))
+        path = Path(out) / f"pareto_{kind}_mean.png"
+        files.append(_finish(fig, ax, what, contexts, bool(shown), path))
     return files
+
+
+def _finish(fig, ax, what: str, contexts, legend: bool, path: Path) -> Path:
+    """Grid, a title naming the scenarios and algorithms, the legend beside the axes, saved."""
+    from fedjoule.report import figures
+
+    ax.grid(alpha=0.3)
+    ax.set_title(figures.plot_title(what, contexts), fontsize=9)
+    if legend:
+        figures.legend_outside(ax, fontsize=8)
+    fig.tight_layout()
+    return figures.save_plot(fig, path)

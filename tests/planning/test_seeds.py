@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 import yaml
 from scipy import stats
 
@@ -19,15 +18,7 @@ from fedjoule.report.results import read_rounds
 from fedjoule.report.table import read_table
 from fedjoule.seeds import describe, indistinguishable, parse_seeds
 
-from .test_plan import SCENARIO
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from .test_plan import SCENARIO, one_thread  # noqa: F401 (the autouse fixture)
 
 
 def test_parse_seeds():
@@ -96,8 +87,9 @@ def test_sweep_over_seeds_aggregates_the_per_seed_summaries(tmp_path):
     assert np.all(curve["lo"] <= curve["mean"]) and np.all(curve["hi"] >= curve["mean"])
     # common random numbers: K changes the training, not who is placed or picked
     for s in (0, 1, 2):
-        a, b = (read_table(out / "runs" / f"local_steps={k}__seed={s}" / "clients.csv")
-                for k in (1, 5))
+        a, b = (
+            read_table(out / "runs" / f"local_steps={k}__seed={s}" / "clients.csv") for k in (1, 5)
+        )
         for column in ("distance_m", "mean_uplink_snr_db", "cpu_freq_hz", "selected"):
             assert [r[column] for r in a] == [r[column] for r in b], (s, column)
 
@@ -129,9 +121,7 @@ def test_plan_over_seeds_gives_rounds_with_their_ci_and_the_indistinguishable_k(
     assert plan["seeds"] == [0, 1, 2]
     for row in result.rows:
         mine = [
-            r
-            for r in per_seed
-            if int(r["K"]) == row["K"] and float(r["snr_db"]) == row["snr_db"]
+            r for r in per_seed if int(r["K"]) == row["K"] and float(r["snr_db"]) == row["snr_db"]
         ]
         assert len(mine) == 3
         assert row["reached_seeds"] == sum(int(r["reached"]) for r in mine)
