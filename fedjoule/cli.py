@@ -525,7 +525,7 @@ def sweep(
             on_run=watch.on_run,
             seeds=seed_list,
         )
-    keys = [k for k in result.rows[0] if k in result.grid_keys] if result.rows else []
+    keys = result.grid_keys if result.rows else []
     console.print(summary_table(result.rows, keys=keys, title="sweep"))
     if seed_list:
         console.print(aggregate_table(result.aggregate, keys, title="mean ± 95 % CI over seeds"))

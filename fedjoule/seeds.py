@@ -16,7 +16,6 @@ from scipy import stats
 from fedjoule.errors import FedjouleError
 
 MAX_SEEDS = 1000
-SUFFIXES = ("_mean", "_std", "_ci95", "_n")
 
 
 def parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
@@ -72,16 +71,9 @@ def describe(values: Iterable) -> dict[str, float | int | None]:
     }
 
 
-def aggregate_rows(rows: Sequence[dict], fields: Iterable[str] | None = None) -> dict:
-    """One row of `<field>_mean`, `_std`, `_ci95`, `_n` per numeric field of `rows` (the
-    per-seed summaries); `fields` limits which (default: every field numeric in some row).
-    A field absent or None in a seed's row is left out of that field's statistics."""
-    if fields is None:
-        fields = []
-        for row in rows:
-            for key, value in row.items():
-                if key not in fields and _numbers([value]):
-                    fields.append(key)
+def aggregate_rows(rows: Sequence[dict], fields: Iterable[str]) -> dict:
+    """`<field>_mean`, `_std`, `_ci95`, `_n` over `rows` (the per-seed summaries) of each
+    of `fields`; a field absent or None in a seed's row is left out of its statistics."""
     out = {}
     for name in fields:
         for stat, value in describe(row.get(name) for row in rows).items():

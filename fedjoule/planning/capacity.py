@@ -371,9 +371,9 @@ def plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, s
     }
 
 
-def mean_figures(figures: list[dict]) -> dict:
+def mean_figures(figures: list[dict], seed_stats: dict) -> dict:
     """The seed mean of figures dicts (per cell, per class too); `<field>_ci95` beside each
-    SEED_FIELDS figure."""
+    SEED_FIELDS figure, taken from `seed_stats` (aggregate_rows of SEED_FIELDS)."""
     first = figures[0]
     out = {}
     for key, value in first.items():
@@ -387,8 +387,7 @@ def mean_figures(figures: list[dict]) -> dict:
                 for name, fields in value.items()
             }
         elif key in SEED_FIELDS:
-            stats = describe(f[key] for f in figures)
-            out[key], out[f"{key}_ci95"] = stats["mean"], stats["ci95"]
+            out[key], out[f"{key}_ci95"] = seed_stats[f"{key}_mean"], seed_stats[f"{key}_ci95"]
     return out
 
 
@@ -416,7 +415,8 @@ def assemble(plans: list[SeedPlan], search: str, own_value, meets, settings: dic
         candidates = []
         for v in values:
             rows = [p.figures[v] for p in plans]
-            figures = mean_figures(rows)
+            seed_stats = aggregate_rows(rows, SEED_FIELDS)
+            figures = mean_figures(rows, seed_stats)
             figures["meets"] = meets(figures)
             figures["meets_fraction"] = sum(r["meets"] for r in rows) / len(rows)
             table[v] = figures
@@ -425,7 +425,7 @@ def assemble(plans: list[SeedPlan], search: str, own_value, meets, settings: dic
                 "uplink_bandwidth_hz": figures["uplink_bandwidth_hz"],
                 "rounds": figures["rounds"],
                 "seeds": len(rows),
-                **aggregate_rows(rows, SEED_FIELDS),
+                **seed_stats,
                 "meets_fraction": figures["meets_fraction"],
                 "meets": figures["meets"],
             })  # fmt: skip

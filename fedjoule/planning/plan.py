@@ -238,8 +238,8 @@ def run_plan(
     on_replay: Callable[[str], None] | None = None,
 ) -> PlanResult:
     """Plan K* over the grid into `out`: plan.csv, plan.json and the plots. The hooks
-    follow progress: `on_plan(points, states)` and `on_run(name, status)` for each sweep of
-    learning runs (planning/sweep.py), `on_replays(n)` before the n replays and
+    follow progress: `on_plan(points, states, folders)` and `on_run(name, status)` for
+    each sweep of learning runs (planning/sweep.py), `on_replays(n)` before the n replays and
     `on_replay(what)` after each. With options.seeds every learning run is repeated per
     seed; plan.csv then holds means over the seeds, with their std and 95 % CI, and
     plan_seeds.csv every seed's row."""

@@ -231,9 +231,7 @@ def write_seed_aggregate(
         for p in points
         if (run_folder(out, p) / "summary.json").exists()
     ]
-    groups = aggregate.group_by_seed(finished)
-    rows = aggregate.write_aggregate(out, groups, objective)
-    aggregate.plot_bands(out, groups)
-    if fronts and len(groups) > 1:  # one group (run --seeds) has no front to draw
-        aggregate.plot_mean_fronts(out, rows, objective, groups)
+    rows, _ = aggregate.write_seed_outputs(
+        out, aggregate.group_by_seed(finished), objective, fronts
+    )
     return rows

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from fedjoule.planning import pareto
+from fedjoule.report import figures
 from fedjoule.report.results import read_rounds, write_json
 from fedjoule.report.table import write_table
 from fedjoule.seeds import aggregate_rows, describe
@@ -96,9 +97,7 @@ def aggregate_fronts(rows: list[dict], objective: pareto.Objective) -> list[dict
     ]
 
 
-def write_aggregate(
-    out: Path, groups: list[SeedGroup], objective: pareto.Objective, extra: dict | None = None
-) -> list[dict]:
+def write_aggregate(out: Path, groups: list[SeedGroup], objective: pareto.Objective) -> list[dict]:
     """aggregate.csv and aggregate.json in `out`; the rows."""
     rows = aggregate_fronts([summary_row(g) for g in groups], objective)
     write_table(Path(out) / AGGREGATE_CSV, rows)
@@ -109,7 +108,6 @@ def write_aggregate(
             "of the 95 % Student-t confidence interval of the mean over seeds, "
             "t(0.975, n-1) std / sqrt(n); n: the seeds with a value (a run that never "
             "reached its target has no rounds_to_target)",
-            **(extra or {}),
             "groups": [
                 {
                     "group": g.label,
@@ -144,17 +142,26 @@ BAND_CURVES = (  # (file, rounds.csv column, y label, step: changes only at aggr
 )
 
 
+def write_seed_outputs(
+    out: Path, groups: list[SeedGroup], objective: pareto.Objective, fronts: bool = True
+) -> tuple[list[dict], list[Path]]:
+    """Everything written for runs repeated over seeds (sweep --seeds, report): aggregate.csv
+    and .json, the band plots and, with `fronts` and more than one group, the fronts of
+    the means. Returns aggregate.csv's rows and the files."""
+    rows = write_aggregate(out, groups, objective)
+    files = [Path(out) / AGGREGATE_CSV, Path(out) / AGGREGATE_JSON, *plot_bands(out, groups)]
+    if fronts and len(groups) > 1:  # one group (run --seeds) has no front to draw
+        files += plot_mean_fronts(out, rows, objective, groups)
+    return rows, files
+
+
 def _context(groups: list[SeedGroup]):
-    from fedjoule.report.figures import PlotContext
-
-    return [PlotContext.from_folder(g.run_dirs[0]) for g in groups if g.run_dirs]
+    return [figures.PlotContext.from_folder(g.run_dirs[0]) for g in groups if g.run_dirs]
 
 
-def plot_bands(out: Path, groups: list[SeedGroup], title: str = "") -> list[Path]:
+def plot_bands(out: Path, groups: list[SeedGroup]) -> list[Path]:
     """Per group, the mean over seeds of each BAND_CURVES column against the round, with
     its 95 % CI as a band (accuracy as steps); the target line where one is set."""
-    from fedjoule.report import figures
-
     plt = figures.plt
     contexts = _context(groups)
     n = max((len(g.seeds) for g in groups), default=0)
@@ -187,8 +194,6 @@ def plot_mean_fronts(out: Path, rows: list[dict], objective: pareto.Objective, g
     """pareto_<kind>_mean.png: every group's mean cost against its mean accuracy with 95 %
     CI whiskers on both; the front's members filled, numbered and joined, the others
     hollow; the numbers keyed to the groups beside the plot."""
-    from fedjoule.report import figures
-
     plt = figures.plt
     contexts = _context(list(groups))
     acc = objective.accuracy
@@ -246,8 +251,6 @@ def plot_mean_fronts(out: Path, rows: list[dict], objective: pareto.Objective, g
 
 def _finish(fig, ax, what: str, contexts, legend: bool, path: Path) -> Path:
     """Grid, a title naming the scenarios and algorithms, the legend beside the axes, saved."""
-    from fedjoule.report import figures
-
     ax.grid(alpha=0.3)
     ax.set_title(figures.plot_title(what, contexts), fontsize=9)
     if legend:

@@ -97,11 +97,8 @@ def compare_runs(
     files = [out / REPORT_CSV, *plot_curves(curves, out, contexts)]
     means = []
     if repeated:
-        means = aggregate.write_aggregate(out, groups, objective)
-        files += [out / aggregate.AGGREGATE_CSV, out / aggregate.AGGREGATE_JSON]
-        files += aggregate.plot_bands(out, groups)
-        if len(groups) > 1:
-            files += aggregate.plot_mean_fronts(out, means, objective, groups)
+        means, written = aggregate.write_seed_outputs(out, groups, objective)
+        files += written
     else:
         files += pareto.write_front_plots(rows, labels, out, objective)
     return Comparison(out, rows, files, means)
