@@ -820,10 +820,12 @@ class ChannelSection(Section):
         "fdma",
         description="Uplink sharing: fdma (equal split among those sending, processor "
         "sharing), tdma (one at a time), ofdma (resource_blocks blocks). clients.csv's "
-        "mean_uplink_snr_db, p G/(N0 b), is on the band b a client gets: fdma B/m with m = "
-        "ceil(round.overcommit x training.clients_per_round) clients selected (at most the "
-        "population), tdma B (the whole band in its own slot), ofdma B/R (one resource "
-        "block); with a fixed snr_db it is snr_db.",
+        "mean_uplink_snr_db, p G/(N0 b), is on the band b a client gets in its own cell (each "
+        "cell has its own band B): fdma B/(s N_c/N), with s = ceil(round.overcommit x "
+        "training.clients_per_round) clients selected (at most the population) of whom "
+        "the share N_c/N of the client's cell is in it (one cell: B/s), tdma B (the whole "
+        "band in its own slot), ofdma B/R (one resource block); with a fixed snr_db it is "
+        "snr_db.",
     )
     resource_blocks: Int = Field(
         10, ge=1, le=10_000, description="OFDMA resource blocks R (LTE: up to 100)."

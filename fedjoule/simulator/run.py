@@ -177,7 +177,8 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
 def client_rows(sim: Simulation) -> list[dict]:
     world = sim.world
     pop, scenario = world.population, world.scenario
-    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
+    # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
+    share_hz = typical_bandwidth_hz(scenario, pop.size, world.cell.serving_cell)
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
     flagged = world.algorithm.detected(sim.state)
     rows = []

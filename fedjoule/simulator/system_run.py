@@ -149,7 +149,8 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
     """clients.csv (report/results.py columns) for every client, column-wise and fast; the
     columns that need learning (flagged) stay empty."""
     pop, scenario = world.population, world.scenario
-    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
+    # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
+    share_hz = typical_bandwidth_hz(scenario, pop.size, world.serving_cell)
     energy = {n: ledger[n] for n in ENERGY_FIELDS}
     n = pop.size
     empty = np.full(n, "", dtype=object)
