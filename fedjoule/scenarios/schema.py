@@ -1137,6 +1137,20 @@ class TopologySection(Section):
         return _n_cells(self)
 
 
+class EnergySection(Section):
+    """How the ledger treats energy at the run's edges (docs/models.md#radio-tails)."""
+
+    end_of_run_tail: Literal["charge", "drop", "separate"] = Field(
+        "separate",
+        description="The radio tails still running when the run ends (an LTE tail is about "
+        "12 J after every client's last upload): separate: reported on their own "
+        "(energy_end_of_run_tail_j in summary.json, clients.csv, events.jsonl and the last "
+        "row of rounds.csv), outside energy_total_j, so per-round rows and curves never "
+        "jump at the end; charge: added to the last row's energy_radio_tail_j; drop: not "
+        "charged. summary.json's end_of_run_tail_energy_j always says how much it is.",
+    )
+
+
 class OutputSection(Section):
     """Optional outputs of a run."""
 
@@ -1198,6 +1212,7 @@ class Scenario(Section):
     availability: AvailabilitySection = Field(default_factory=AvailabilitySection)
     round: RoundSection = Field(default_factory=RoundSection)
     topology: TopologySection = Field(default_factory=TopologySection)
+    energy: EnergySection = Field(default_factory=EnergySection)
     output: OutputSection = Field(default_factory=OutputSection)
 
     cross_checks = (_clients_per_round, _min_clients)

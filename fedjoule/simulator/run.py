@@ -15,7 +15,7 @@ from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import checkpoint
-from fedjoule.simulator.engine import ENERGY_FIELDS, Simulation
+from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
@@ -145,7 +145,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     def record(row: dict) -> bool | None:
         rounds_file.append(row)
         if scenario.output.events:
-            events.append(events_text(row["round"], sim.last_records).encode())
+            events.append(events_text(row["round"], sim.event_records).encode())
         if row["round"] in scenario.output.timeline_rounds:
             plot_timeline(
                 out / f"timeline_round_{row['round']}.png",
@@ -200,6 +200,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "arrived": int(sim.ledger["arrived"][k]),
                 **energy,
                 "energy_total_j": sum(energy.values()),
+                END_OF_RUN_TAIL: float(sim.ledger[END_OF_RUN_TAIL][k]),
                 "battery_initial_j": float(pop.battery_initial_j[k]),
                 "battery_left_j": float(sim.battery_j[k]),
                 "freeloader": int(world.freeloader[k]),

@@ -337,6 +337,8 @@ class SystemEngine:
             wall_s = time.perf_counter() - tic
             self.cumulative_energy_j += row["energy_total_j"]
             row["cumulative_energy_j"] = self.cumulative_energy_j
+            if r + 1 == self.world.scenario.training.rounds:  # no radio tails run on
+                row["energy_end_of_run_tail_j"] = 0.0
             row["wall_time_s"] = wall_s
             self.next_round = r + 1
             self.sim_time_s = row["sim_time_end_s"]

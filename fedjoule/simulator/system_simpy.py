@@ -25,6 +25,7 @@ class SimpySystemSimulation(Simulation):
         self.radios = RadioBank.for_world(world)
         self.progress = Progress()
         self.last_records = []
+        self.outside_records = []
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
@@ -48,14 +49,13 @@ class SimpySystemSimulation(Simulation):
 
     def finish_round(self, row: dict, wall_s: float) -> dict:
         p = self.progress
+        p.next_round = row["round"] + 1
+        self.settle_between_rounds(row)
         p.cumulative_energy_j += row["energy_total_j"]
         row["cumulative_energy_j"] = p.cumulative_energy_j
-        p.next_round = row["round"] + 1
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
-        if self.finished():
-            self.settle_last_tails(row)
         return row
 
     def finished(self) -> bool:
