@@ -143,3 +143,24 @@ def test_every_joule_has_an_event_and_the_files_agree(tmp_path):
     assert summary["energy_total_j"] == pytest.approx(charged, rel=1e-12)
     # separate: the end-of-run tails stay out of the rows, which never jump at the end
     assert summary["end_of_run_tail_energy_j"] == pytest.approx(summary[END], rel=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["charge", "separate"])
+def test_training_and_system_engines_charge_the_same_tails(policy):
+    """The learning engine and the SimPy system engine (`run --no-train`, and plan's
+    replay built on it) play the same rounds and charge the same tails, gaps and end of
+    run included (uniform selection: urban-macro's FedAvg)."""
+    from fedjoule.simulator.engine import Simulation
+    from fedjoule.simulator.system_simpy import SimpySystemSimulation
+    from fedjoule.simulator.system_world import build_system_world
+
+    s = ledger_scenario(policy, rounds=3)
+    trained, skipped = [], []
+    Simulation(build_world(s, device="cpu")).run(3, trained.append)
+    SimpySystemSimulation(build_system_world(s)).run(3, skipped.append)
+    columns = (*ENERGY_FIELDS, "energy_total_j", "cumulative_energy_j", "sim_time_end_s")
+    for a, b in zip(trained, skipped, strict=True):
+        for c in columns:
+            assert a[c] == b[c], c
+    assert trained[-1][END] == skipped[-1][END]
+    assert sum(r["energy_radio_tail_j"] for r in trained) > 0
