@@ -50,6 +50,14 @@ def error(message: str) -> None:
     errors.print(Text.assemble(("error:", "bold red"), " ", text), soft_wrap=True)
 
 
+def output_folder(text: str) -> Path:
+    """An --out value: a path, never the empty string (which would mean the working
+    folder unasked); the folder itself is checked by folders.check_out_folder."""
+    if not text.strip():
+        raise typer.BadParameter("an empty path; give the output folder's path")
+    return Path(text)
+
+
 def internal_error(exc: Exception) -> int:
     """A bug, not a mistake of the user's: one message, the traceback saved to a file
     (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
@@ -60,11 +68,12 @@ def internal_error(exc: Exception) -> int:
 
     if os.environ.get("FEDJOULE_DEBUG"):
         raise exc
-    path = Path(tempfile.gettempdir()) / f"fedjoule-error-{time.strftime('%Y%m%d-%H%M%S')}.txt"
     detail = "".join(traceback.format_exception(exc))
-    try:
-        path.write_text(f"fedjoule {__version__}\n{' '.join(sys.argv)}\n\n{detail}")
-        where = f"the traceback is in {path}"
+    try:  # a new private file (mode 0600, O_EXCL: never a planted name or link followed)
+        fd, name = tempfile.mkstemp(prefix=f"fedjoule-error-{time.strftime('%Y%m%d-%H%M%S')}-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"fedjoule {__version__}\n{' '.join(sys.argv)}\n\n{detail}")
+        where = f"the traceback is in {name}"
     except OSError:
         where = "run again with FEDJOULE_DEBUG=1 for the traceback"
     error(
@@ -185,7 +194,8 @@ def run(
         str, typer.Argument(help="A built-in scenario name or a YAML file.")
     ] = "default",
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default runs/<name>-<time>).")
+        Path | None,
+        typer.Option(parser=output_folder, help="Output folder (default runs/<name>-<time>)."),
     ] = None,
     set_: SetOption = None,
     device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
@@ -455,8 +465,9 @@ def sweep(
     out: Annotated[
         Path | None,
         typer.Option(
+            parser=output_folder,
             help="Sweep folder (default sweeps/<name>-<time>); give it again to "
-            "restart an interrupted sweep."
+            "restart an interrupted sweep.",
         ),
     ] = None,
     threads_per_run: ThreadsPerRunOption = 1,
@@ -545,7 +556,8 @@ def report(
         ),
     ],
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default reports/<time>).")
+        Path | None,
+        typer.Option(parser=output_folder, help="Output folder (default reports/<time>)."),
     ] = None,
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
@@ -628,7 +640,10 @@ def capacity(
         ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default runs/<name>-capacity-<time>).")
+        Path | None,
+        typer.Option(
+            parser=output_folder, help="Output folder (default runs/<name>-capacity-<time>)."
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
@@ -725,8 +740,9 @@ def plan(
     out: Annotated[
         Path | None,
         typer.Option(
+            parser=output_folder,
             help="Plan folder (default plans/<name>-<time>); give it again to resume the "
-            "learning runs of an interrupted plan."
+            "learning runs of an interrupted plan.",
         ),
     ] = None,
     backend: BackendOption = "local",
@@ -1034,6 +1050,24 @@ def reference() -> None:
 def version() -> None:
     """Print the version."""
     console.print(__version__)
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        console.print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """fedjoule: energy-aware wireless federated-learning simulator."""
 
 
 def main() -> None:
