@@ -47,3 +47,13 @@ def test_internal_error_report_is_a_new_private_file(tmp_path, monkeypatch, caps
     for p in reports:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert target.read_text() == "keep"
+
+
+@pytest.mark.parametrize("option", ["--deadline-s", "--energy-budget-j"])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_capacity_refuses_limits_that_are_not_finite(option, value, tmp_path, capsys):
+    """(issue 21, item 6) exit 2 naming the option, and no folder left behind."""
+    out = tmp_path / "cap"
+    assert invoke(["capacity", "default", option, value, "--rounds", "2", "--out", str(out)]) == 2
+    assert option in capsys.readouterr().err
+    assert not out.exists()
