@@ -57,3 +57,13 @@ def test_capacity_refuses_limits_that_are_not_finite(option, value, tmp_path, ca
     assert invoke(["capacity", "default", option, value, "--rounds", "2", "--out", str(out)]) == 2
     assert option in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_too_long_trace_file_name_is_an_input_error(tmp_path, capsys):
+    """(issue 21, item 13) exit 2 naming availability.trace_file, not 1 ("File name too long")."""
+    overrides = ["availability.kind=trace", "availability.trace_file=" + "t" * 300 + ".csv"]
+    args = ["run", "default", "--no-train", "--out", str(tmp_path / "run")]
+    for o in overrides:
+        args += ["--set", o]
+    assert invoke(args) == 2
+    assert "availability.trace_file" in capsys.readouterr().err
