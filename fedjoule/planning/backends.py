@@ -27,6 +27,7 @@ class Job:
     threads: int
     device: str = "cpu"
     data_dir: str | None = None
+    allowed: dict | None = None  # plugins.Allowance as data: what plug-ins the run may use
 
 
 # called with (job, summary, None) when a run ends, or (job, None, error) when it failed
@@ -46,11 +47,21 @@ def execute(job: Job) -> dict:
     """Run (or resume) one run of a sweep in this process; returns its summary.json content."""
     import torch
 
-    from fedjoule.scenarios.schema import Scenario
-    from fedjoule.simulator.run import run_scenario
+    from fedjoule.plugins import allow_plugins
 
     before = torch.get_num_threads()
     torch.set_num_threads(job.threads)
+    try:
+        with allow_plugins(**(job.allowed or {})):
+            return _execute(job)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _execute(job: Job) -> dict:
+    from fedjoule.scenarios.schema import Scenario
+    from fedjoule.simulator.run import run_scenario
+
     try:
         if job.scenario is None:
             _, summary = run_scenario(
@@ -63,8 +74,6 @@ def execute(job: Job) -> dict:
             )
     except RunDiverged:  # a result of the grid point, not a failure: its summary says so
         summary = json.loads((Path(job.folder) / "summary.json").read_text())
-    finally:
-        torch.set_num_threads(before)
     return summary
 
 

@@ -32,7 +32,7 @@ from pydantic_core import PydanticCustomError
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
 from fedjoule.errors import FedjouleError
-from fedjoule.plugins import PluginError, load_spec, plugin_dirs
+from fedjoule.plugins import PluginError, Unchecked, load_spec, plugin_dirs
 
 # Upper bounds (see each field's description for why).
 MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
@@ -129,7 +129,7 @@ def resolve_plugin(section, paths: tuple[str, ...] = ()) -> None:
         if section.factory is not None:
             recorded = section.source.model_dump() if section.source else None
             target, source = load_spec(section.factory, plugin_dirs(), recorded)
-            if not callable(target):
+            if not isinstance(target, Unchecked) and not callable(target):
                 raise PluginError(f"{section.factory!r} is not a function")
             section.source = PluginSource(**source)
     except PluginError as exc:
