@@ -14,8 +14,6 @@ the count depends neither on the executor nor on which clients were selected. A 
 plain-SGD step (dense.DenseGradient.descend, no `grad_at`) is one evaluation.
 """
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
 
@@ -112,10 +110,3 @@ def dry_count(
         counts.append(result.gradients.per_step)
     return counts
 
-
-RoundCounts = Callable[[int], list[int]]
-
-
-def repeat_last(counts: list[list[int]]) -> RoundCounts:
-    """Round r's counts from a dry count: its own, or the last one's for later rounds."""
-    return lambda r: counts[min(r, len(counts) - 1)]
