@@ -1021,6 +1021,15 @@ class RoundSection(Section):
     server_time_s: float = Field(
         0.0, ge=0, le=MAX_TIME_S, description="Server aggregation time (s), at most 1e9 s."
     )
+    server_flops_per_s: float = Field(
+        1e10,
+        gt=0,
+        description="Server speed on the aggregation's vector arithmetic (FLOP/s), for "
+        "rounds.csv server_compute_time_s (reported, not added to the clock; server_time_s "
+        "is the clock's wait). Default 1e10: streaming float32 work is memory-bound, 2 FLOPs "
+        "per 12 bytes moved (STREAM Triad, McCalpin 1995) at 60 GB/s sustained, under half "
+        "of a six-channel DDR4-2933 server socket's 141 GB/s peak.",
+    )
     interval_s: float | None = Field(
         None,
         gt=0,
