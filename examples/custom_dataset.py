@@ -18,6 +18,8 @@ import torch
 
 import fedjoule
 
+HERE = Path(__file__).resolve().parent  # this file's folder, wherever it runs from
+
 
 def make_data(
     n_train: int = 2000, n_test: int = 500, dim: int = 10, classes: int = 4, seed: int = 0
@@ -43,7 +45,7 @@ def main() -> None:
         {
             "name": "custom-dataset",
             "dataset.name": "custom",
-            "dataset.factory": "custom_dataset.py:make_data",
+            "dataset.factory": f"{HERE / 'custom_dataset.py'}:make_data",
             "dataset.options": {"n_train": 2000, "dim": 10, "classes": 4},
             "dataset.partition": "iid",
             "training.rounds": 5,
@@ -51,6 +53,7 @@ def main() -> None:
             "population.size": 20,
             "round.min_clients": 1,
         },
+        allow_plugin_paths=[HERE],  # the plug-in lies here, not beside a scenario file
     )
     result = fedjoule.run(scenario, out)
     for row in result.rounds:
