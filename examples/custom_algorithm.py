@@ -2,8 +2,8 @@
 scenario as `algorithm: {name: custom, class: "fedadam.py:FedAdam", options: {...}}`.
 
 The class subclasses fedjoule.algorithms.base.Algorithm; its config_class (a pydantic
-AlgorithmConfig) checks `options`. The spec names the file by its full path, and the
-folder is allowed (allow_plugin_paths), so this runs from any folder:
+AlgorithmConfig) checks `options`. The spec names the file by its full path, so this runs
+from any folder:
 
     python examples/custom_algorithm.py [OUT_FOLDER]
 """
@@ -34,7 +34,6 @@ def main() -> None:
             "dataset.synthetic.avg_samples": 50,
             "round.min_clients": 1,
         },
-        allow_plugin_paths=[HERE],  # the plug-in lies here, not beside a scenario file
     )
     result = fedjoule.run(scenario, out)
     for row in result.rounds:

@@ -4,10 +4,10 @@
 fedjoule calls the factory as make_data(**options); it returns (x_train, y_train, x_test,
 y_test): float features of shape (n, ...) and int64 class ids 0, 1, ... (numpy arrays or
 torch tensors). fedjoule then splits the training set among the clients as
-`dataset.partition` says. The file is found relative to the working folder, so run this
-from examples/:
+`dataset.partition` says. The spec names the file by its full path, so this runs from
+any folder:
 
-    cd examples && python custom_dataset.py [OUT_FOLDER]
+    python examples/custom_dataset.py [OUT_FOLDER]
 """
 
 import sys
@@ -53,7 +53,6 @@ def main() -> None:
             "population.size": 20,
             "round.min_clients": 1,
         },
-        allow_plugin_paths=[HERE],  # the plug-in lies here, not beside a scenario file
     )
     result = fedjoule.run(scenario, out)
     for row in result.rounds:

@@ -3,8 +3,8 @@
 
 fedjoule calls the factory as make_net(input_shape, n_classes, **options) and trains the
 nn.Module it returns on every client (cross-entropy loss; or return (module, loss_fn)).
-The spec names the file by its full path, and the
-folder is allowed (allow_plugin_paths), so this runs from any folder:
+The spec names the file by its full path, so this runs
+from any folder:
 
     python examples/custom_model.py [OUT_FOLDER]
 """
@@ -47,7 +47,6 @@ def main() -> None:
             "dataset.synthetic.avg_samples": 50,
             "round.min_clients": 1,
         },
-        allow_plugin_paths=[HERE],  # the plug-in lies here, not beside a scenario file
     )
     result = fedjoule.run(scenario, out)
     for row in result.rounds:

@@ -7,8 +7,8 @@ importable module). Loading it runs that Python code, exactly as running a scrip
 would, so what a scenario file may name is bounded by what the user opted into
 (`PluginTrust`; README.md, "Plug-in trust"):
 
-- a plug-in file is run only when it lies inside the scenario file's folder tree (the
-  working folder's for a built-in scenario), or inside a folder the user allowed
+- a plug-in file is run only when it lies inside the scenario file's folder tree, or
+  inside a folder the user allowed
   (`--allow-plugin-path DIR`, the API's `allow_plugin_paths`); links are resolved first;
 - a module spec is imported only from a top-level package the user allowed
   (`--allow-module-plugins PKG`, the API's `allow_module_plugins`), never from the
@@ -82,11 +82,13 @@ class PluginTrust:
     modules of the `modules` top-level packages (never the standard library); with
     `run_code` False their specs are checked without importing anything."""
 
-    roots: tuple[Path, ...]
+    roots: tuple[Path, ...] | None  # None: a built-in scenario, any file (named by the user)
     modules: frozenset[str]
     run_code: bool = True
 
     def check_file(self, spec: str, path: Path) -> None:
+        if self.roots is None:
+            return
         real = Path(path).resolve()
         if any(real.is_relative_to(root) for root in self.roots):
             return
@@ -140,10 +142,13 @@ def allow_plugins(
 
 @contextmanager
 def scenario_trust(folder: str | Path | None) -> Iterator[None]:
-    """Within this block plug-ins are bounded as for a scenario file in `folder` (None: a
-    built-in scenario, bounded by the working folder) and what the user allowed."""
+    """Within this block plug-ins are bounded as for a scenario file in `folder` and what
+    the user allowed. None: a built-in scenario, whose plug-in files can only come from
+    the user's own overrides (--set, the API's overrides), so any file may be named."""
     given = allowance()
-    roots = (Path(folder or Path.cwd()).resolve(), *(Path(p) for p in given.paths))
+    roots = None
+    if folder is not None:
+        roots = (Path(folder).resolve(), *(Path(p) for p in given.paths))
     trust = PluginTrust(roots, frozenset(given.modules), given.run_code)
     token = _TRUST.set(trust)
     try:
