@@ -3,7 +3,7 @@
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -58,17 +58,14 @@ def output_folder(text: str) -> Path:
     return Path(text)
 
 
-# what the command's plug-in options allow, for as long as the command runs (invoke)
-_GRANTS = ExitStack()
-
-
 def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code: bool) -> None:
     """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
-    allow, for the rest of the command (fedjoule/plugins.py)."""
-    from fedjoule.plugins import allow_plugins
+    allow, for the rest of the command (fedjoule/plugins.py); each command that reads a
+    scenario sets it anew, and `invoke` undoes it after the command."""
+    from fedjoule.plugins import grant
 
     names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
-    _GRANTS.enter_context(allow_plugins(names, paths or [], run_code))
+    grant(names, paths or [], run_code)
 
 
 def internal_error(exc: Exception) -> int:
@@ -1134,9 +1131,18 @@ def main() -> None:
 def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
+    from fedjoule.plugins import grant, revoke
+
+    before = grant()  # the defaults; what the command's options allow is undone after it
     try:
-        with _GRANTS:
-            code = app(args, standalone_mode=False)
+        return _invoke(args)
+    finally:
+        revoke(before)
+
+
+def _invoke(args: list[str] | None) -> int:
+    try:
+        code = app(args, standalone_mode=False)
     except click_classes("ClickException") as exc:  # usage: unknown option, bad value, ...
         return usage_error(exc)
     except click_classes("Abort") as exc:  # older click: Ctrl-C outside a command's run
