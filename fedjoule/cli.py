@@ -1072,19 +1072,33 @@ def validate(
             help="Import the scenario's plug-ins to check them (default: their specs only).",
         ),
     ] = False,
+    no_train: Annotated[
+        bool,
+        typer.Option("--no-train", help="Check as `run --no-train` does (no data, no model)."),
+    ] = False,
+    data_dir: DataDirOption = None,
 ) -> None:
-    """Check a scenario file; print what is wrong, or with --show the resolved scenario as
-    YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
+    """Check a scenario file as `run` does before it makes its folder (the data, the model,
+    trace files, the network), short of training; print what is wrong, or with --show the
+    resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
     from fedjoule.scenarios.loading import load_scenario, scenario_yaml
+    from fedjoule.simulator.system_run import choose_engine
+    from fedjoule.simulator.system_world import build_system_world
+    from fedjoule.simulator.world import build_world
 
     scenario = load_scenario(file, set_ or [])
+    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
+    unchecked = "custom" in named and not import_plugins
+    if no_train:  # what `run --no-train` checks before it makes its folder
+        choose_engine(scenario, "auto")
+        build_system_world(scenario)
+    elif not unchecked:  # what `run` checks: the data, the model, the world
+        build_world(scenario, data_dir=data_dir, device="cpu")
     print_warnings(scenario)
     if show:  # stdout holds only the YAML, unwrapped
         sys.stdout.write(scenario_yaml(scenario))
         sys.stdout.flush()
-    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
-    unchecked = "custom" in named and not import_plugins
     note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
     (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
 
