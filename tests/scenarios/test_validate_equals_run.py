@@ -13,7 +13,9 @@ CORPUS = {
     "trace file missing": (
         "default", ["availability.kind=trace", "availability.trace_file=/no/such/trace.csv"]
     ),
-    "trace file malformed": ("default", ["availability.kind=trace", "availability.trace_file={bad}"]),
+    "trace file malformed": (
+        "default", ["availability.kind=trace", "availability.trace_file={bad}"]
+    ),
     "trace file empty of clients": (
         "default", ["availability.kind=trace", "availability.trace_file={empty}"]
     ),
