@@ -45,6 +45,7 @@ class FedDyn(Algorithm):
 
     name = "feddyn"
     client_state = ("g_i",)
+    downlink_compressible = True
 
     def init_state(self, w0):
         return {"w": w0.clone(), "h": torch.zeros_like(w0)}
@@ -58,11 +59,11 @@ class FedDyn(Algorithm):
 
     def correction(self, params, ctx):
         p = ctx.per_client
-        return dyn_correction(params, p["g_i"], p["alpha"], ctx.shared["anchor"])
+        return dyn_correction(params, p["g_i"], p["alpha"], ctx.vector("anchor"))
 
     def client_updates(self, params, ctx, rows, setup):
         p = ctx.per_client
-        return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.shared["anchor"])}
+        return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.vector("anchor"))}
 
     def aggregate(self, state, uploads, client_ids):
         w, h = dyn_server(

@@ -42,6 +42,7 @@ class FoolsGold(Algorithm):
     """Server keeps H_i = sum of client i's updates; aggregation weights from cosine similarity."""
 
     name = "foolsgold"
+    downlink_compressible = True
 
     def init_state(self, w0):
         return {"w": w0.clone(), "history": {}, "weights": {}}

@@ -30,6 +30,8 @@ class Scaffold(Algorithm):
     uplink_vectors = 2  # delta y, delta c
     downlink_vectors = 2  # x, c
     client_state = ("c_i",)
+    uplink_wire = ("delta_y", "delta_c")  # differences already: sent as they are
+    downlink_refusal = "its broadcast carries the control variate c beside the model"
 
     def init_state(self, w0):
         return {"w": w0.clone(), "c": torch.zeros_like(w0)}

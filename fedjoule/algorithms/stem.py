@@ -27,6 +27,9 @@ class Stem(Algorithm):
     name = "stem"
     uplink_vectors = 2
     downlink_vectors = 2
+    uplink_wire = ("model", "momentum")
+    upload_references = {"model": "start", "momentum": "d"}  # d: the broadcast momentum
+    downlink_refusal = "its broadcast carries the momentum d beside the model"
 
     def init_state(self, w0):
         return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}

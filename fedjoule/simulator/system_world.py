@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedjoule.algorithms.compression import payload_bits
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
@@ -118,8 +119,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
     cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
     serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
     algorithm_cls, _ = algorithm_class(scenario.algorithm)
-    vector_bits = n_params * scenario.channel.bits_per_param
-    header = scenario.channel.header_bits
+    uplink_bits, downlink_bits = payload_bits(scenario, algorithm_cls, n_params)
     return SystemWorld(
         scenario=scenario,
         population=population,
@@ -134,6 +134,6 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         step_energy_j=step_energy_j,
         n_params=n_params,
         forward_flops=flops,
-        uplink_bits=algorithm_cls.uplink_vectors * vector_bits + header,
-        downlink_bits=algorithm_cls.downlink_vectors * vector_bits + header,
+        uplink_bits=uplink_bits,
+        downlink_bits=downlink_bits,
     )
