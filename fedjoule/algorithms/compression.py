@@ -62,7 +62,9 @@ def payload_bits(scenario, algorithm_cls, n_params: int) -> tuple[int, int]:
     """(uplink, downlink) bits of one client's messages in a training round: the
     algorithm's vectors, each encoded, plus one header each way."""
     section, channel = scenario.compression, scenario.channel
-    up = algorithm_cls.uplink_vectors * vector_bits(section.uplink, n_params, channel.bits_per_param)
+    up = algorithm_cls.uplink_vectors * vector_bits(
+        section.uplink, n_params, channel.bits_per_param
+    )
     down = algorithm_cls.downlink_vectors * vector_bits(
         section.downlink, n_params, channel.bits_per_param
     )
