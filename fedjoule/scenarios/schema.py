@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from fedjoule.algorithms.base import AlgorithmConfig
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
 from fedjoule.errors import FedjouleError
@@ -1251,20 +1252,24 @@ class CompressionSection(Section):
 
 
 def _compression_algorithm(v) -> Iterator[tuple[str, str]]:
-    from fedjoule.algorithms.registry import algorithm_class
+    from fedjoule.algorithms.registry import algorithm_class, section_model
 
     section = v.compression
     directions = [d for d in ("uplink", "downlink") if getattr(section, d).kind != "none"]
     if not directions:
         return
-    cls, options = algorithm_class(v.algorithm)
+    algorithm = v.algorithm
+    if not isinstance(algorithm, AlgorithmConfig):  # the raw view of a file with problems
+        raw = getattr(algorithm, "_data", algorithm)
+        algorithm = section_model(raw).model_validate(raw)
+    cls, options = algorithm_class(algorithm)
     for direction in directions:
         reason = cls.compression_refusal(options, direction)
         if reason:
             yield (
                 f"compression.{direction}.kind",
                 f"compression.{direction}.kind={getattr(section, direction).kind} cannot be "
-                f"used with algorithm {v.algorithm.name!r}: {reason}",
+                f"used with algorithm {algorithm.name!r}: {reason}",
             )
 
 
