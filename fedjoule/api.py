@@ -374,9 +374,49 @@ def _grid_texts(axes: Mapping[str, Sequence[Any]]) -> list[str]:
 # --------------------------------------------------------------------------- scenarios
 
 
+def _plugins_allowed(function: Callable) -> Callable:
+    """Calls of `function` run with the plug-ins its allow_module_plugins and
+    allow_plugin_paths arguments allow (the command line's --allow-module-plugins and
+    --allow-plugin-path; fedjoule/plugins.py): a scenario read from a file may name
+    module plug-ins of those top-level packages (never the standard library) and plug-in
+    files in those folders besides its own."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from fedjoule.plugins import PluginError, allow_plugins
+
+        given = signature.bind(*args, **kwargs).arguments
+        modules = given.get("allow_module_plugins", ())
+        if isinstance(modules, str):
+            modules = [m.strip() for m in modules.split(",") if m.strip()]
+        paths = given.get("allow_plugin_paths", ())
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        for what, values, kinds in (
+            ("allow_module_plugins", modules, str),
+            ("allow_plugin_paths", paths, (str, os.PathLike)),
+        ):
+            if not isinstance(values, Sequence) or not all(isinstance(v, kinds) for v in values):
+                raise PluginError(
+                    f"{what}={values!r}: expected a list of "
+                    + ("package names" if kinds is str else "folder paths")
+                )
+        with allow_plugins(modules, paths):
+            return function(*args, **kwargs)
+
+    return call
+
+
+@_plugins_allowed
 def load_scenario(
     name_or_path: str | os.PathLike[str] = "default",
     overrides: Mapping[str, Any] | None = None,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> Scenario:
     """A validated Scenario from a built-in name or a YAML file, with `overrides` applied:
     dotted keys to Python values, e.g. {"training.rounds": 5, "model.hidden": [64, 64]}
@@ -462,6 +502,7 @@ def _say(quiet: bool) -> Callable[[str], None]:
 # --------------------------------------------------------------------------- run
 
 
+@_plugins_allowed
 def run(
     scenario: Scenario | str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -475,6 +516,8 @@ def run(
     threads: int | None = None,
     state_memory_mb: float | None = 2048,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> RunResult:
     """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
     checkpoint in `out` (default runs/<name>-<time>); returns its results.
@@ -596,6 +639,7 @@ def _sweep_options(backend, address, workers, threads_per_run, device, data_dir,
     )
 
 
+@_plugins_allowed
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
     axes: Mapping[str, Sequence[Any]],
@@ -611,6 +655,8 @@ def sweep(
     pareto_accuracy: str = "final_accuracy",
     pareto_to_target: bool = False,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> SweepResult:
     """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
     folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
@@ -681,6 +727,7 @@ def _numbers_text(values: Sequence[Any], kind: type, what: str) -> str:
     return ",".join(texts)
 
 
+@_plugins_allowed
 def plan(
     scenario: Scenario | str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -699,6 +746,8 @@ def plan(
     device: str = "auto",
     data_dir: str | os.PathLike[str] | None = None,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> PlanResult:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
     (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
@@ -747,6 +796,7 @@ def plan(
 # --------------------------------------------------------------------------- capacity
 
 
+@_plugins_allowed
 def capacity(
     scenario: Scenario | str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -760,6 +810,8 @@ def capacity(
     over: str = "clients",
     seeds: int | Sequence[int] | None = None,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> CapacityResult:
     """Capacity planning without training (`fedjoule capacity`): capacity.csv (every
     candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).

@@ -3,7 +3,7 @@
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -50,6 +50,27 @@ def error(message: str) -> None:
     errors.print(Text.assemble(("error:", "bold red"), " ", text), soft_wrap=True)
 
 
+def output_folder(text: str) -> Path:
+    """An --out value: a path, never the empty string (which would mean the working
+    folder unasked); the folder itself is checked by folders.check_out_folder."""
+    if not text.strip():
+        raise typer.BadParameter("an empty path; give the output folder's path")
+    return Path(text)
+
+
+# what the command's plug-in options allow, for as long as the command runs (invoke)
+_GRANTS = ExitStack()
+
+
+def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code: bool) -> None:
+    """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
+    allow, for the rest of the command (fedjoule/plugins.py)."""
+    from fedjoule.plugins import allow_plugins
+
+    names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
+    _GRANTS.enter_context(allow_plugins(names, paths or [], run_code))
+
+
 def internal_error(exc: Exception) -> int:
     """A bug, not a mistake of the user's: one message, the traceback saved to a file
     (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
@@ -60,11 +81,12 @@ def internal_error(exc: Exception) -> int:
 
     if os.environ.get("FEDJOULE_DEBUG"):
         raise exc
-    path = Path(tempfile.gettempdir()) / f"fedjoule-error-{time.strftime('%Y%m%d-%H%M%S')}.txt"
     detail = "".join(traceback.format_exception(exc))
-    try:
-        path.write_text(f"fedjoule {__version__}\n{' '.join(sys.argv)}\n\n{detail}")
-        where = f"the traceback is in {path}"
+    try:  # a new private file (mode 0600, O_EXCL: never a planted name or link followed)
+        fd, name = tempfile.mkstemp(prefix=f"fedjoule-error-{time.strftime('%Y%m%d-%H%M%S')}-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"fedjoule {__version__}\n{' '.join(sys.argv)}\n\n{detail}")
+        where = f"the traceback is in {name}"
     except OSError:
         where = "run again with FEDJOULE_DEBUG=1 for the traceback"
     error(
@@ -126,6 +148,22 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
 ]
+AllowModulesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-module-plugins",
+        help="Let the scenario name module plug-ins (package.module:name) of this top-level "
+        "package; comma-separated or repeated. Never the standard library.",
+    ),
+]
+AllowPathOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-plugin-path",
+        help="Let the scenario name plug-in files inside this folder, besides its own "
+        "folder (repeatable).",
+    ),
+]
 DataDirOption = Annotated[
     Path | None,
     typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
@@ -185,7 +223,8 @@ def run(
         str, typer.Argument(help="A built-in scenario name or a YAML file.")
     ] = "default",
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default runs/<name>-<time>).")
+        Path | None,
+        typer.Option(parser=output_folder, help="Output folder (default runs/<name>-<time>)."),
     ] = None,
     set_: SetOption = None,
     device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
@@ -235,8 +274,11 @@ def run(
             "(the SimPy engine with training skipped)."
         ),
     ] = "auto",
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
@@ -455,8 +497,9 @@ def sweep(
     out: Annotated[
         Path | None,
         typer.Option(
+            parser=output_folder,
             help="Sweep folder (default sweeps/<name>-<time>); give it again to "
-            "restart an interrupted sweep."
+            "restart an interrupted sweep.",
         ),
     ] = None,
     threads_per_run: ThreadsPerRunOption = 1,
@@ -467,11 +510,14 @@ def sweep(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
     and Pareto plots. Finished runs are skipped and partial ones resumed on a restart.
     With --seeds, every point once per seed, and aggregate.csv/json, band plots and
     Pareto fronts over the means."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     if not grid and not seeds:  # checked before the imports: a usage mistake is quick
         raise FedjouleError(
             "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
@@ -545,7 +591,8 @@ def report(
         ),
     ],
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default reports/<time>).")
+        Path | None,
+        typer.Option(parser=output_folder, help="Output folder (default reports/<time>)."),
     ] = None,
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
@@ -628,9 +675,14 @@ def capacity(
         ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default runs/<name>-capacity-<time>).")
+        Path | None,
+        typer.Option(
+            parser=output_folder, help="Output folder (default runs/<name>-capacity-<time>)."
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Capacity planning without training: rounds per hour, airtime per cell, energy per round
     and per device class, battery drain per day, and the largest clients_per_round (or the
@@ -638,6 +690,7 @@ def capacity(
     Every candidate sees the same world and random draws; the candidates are scanned and
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
 
     from fedjoule.planning.capacity import plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
@@ -725,8 +778,9 @@ def plan(
     out: Annotated[
         Path | None,
         typer.Option(
+            parser=output_folder,
             help="Plan folder (default plans/<name>-<time>); give it again to resume the "
-            "learning runs of an interrupted plan."
+            "learning runs of an interrupted plan.",
         ),
     ] = None,
     backend: BackendOption = "local",
@@ -738,6 +792,8 @@ def plan(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
@@ -747,6 +803,7 @@ def plan(
     communication energy per round over the energy per local step). With --seeds, every
     learning run once per seed: R(K) and E_total as mean ± 95 % CI, K* on the means and
     the K indistinguishable from it (plan.csv, plan.json), plan_seeds.csv per seed."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
@@ -1009,9 +1066,19 @@ def validate(
     file: Annotated[str, typer.Argument(help="A scenario YAML file or built-in name.")],
     set_: SetOption = None,
     show: Annotated[bool, typer.Option("--show", help="Print the resolved scenario.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
+    import_plugins: Annotated[
+        bool,
+        typer.Option(
+            "--import-plugins",
+            help="Import the scenario's plug-ins to check them (default: their specs only).",
+        ),
+    ] = False,
 ) -> None:
     """Check a scenario file; print what is wrong, or with --show the resolved scenario as
     YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
     from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 
     scenario = load_scenario(file, set_ or [])
@@ -1019,7 +1086,10 @@ def validate(
     if show:  # stdout holds only the YAML, unwrapped
         sys.stdout.write(scenario_yaml(scenario))
         sys.stdout.flush()
-    (errors if show else console).print(f"{file}: valid", soft_wrap=True)
+    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
+    unchecked = "custom" in named and not import_plugins
+    note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
+    (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
 
 
 @app.command()
@@ -1036,6 +1106,24 @@ def version() -> None:
     console.print(__version__)
 
 
+def _print_version(given: bool) -> None:
+    if given:
+        console.print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """fedjoule: energy-aware wireless federated-learning simulator."""
+
+
 def main() -> None:
     """The `fedjoule` program. Exit codes (README.md): 0 done, 1 environment failure (disk
     full, ...) or internal error, 2 usage or input mistake, 3 the run diverged, 130
@@ -1047,7 +1135,8 @@ def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
     try:
-        code = app(args, standalone_mode=False)
+        with _GRANTS:
+            code = app(args, standalone_mode=False)
     except click_classes("ClickException") as exc:  # usage: unknown option, bad value, ...
         return usage_error(exc)
     except click_classes("Abort") as exc:  # older click: Ctrl-C outside a command's run

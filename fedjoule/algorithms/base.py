@@ -100,6 +100,10 @@ class Algorithm:
         "it does not declare downlink_compressible = True (its clients must read start and "
         "anchor through ctx.vector and need no other broadcast vector)"
     )
+    # FLOPs per parameter of the algorithm's own vector operations in one local step, beyond
+    # plain SGD's (a correction term and its addition to the gradient); gradient
+    # evaluations are counted, not stated (work.py, docs/algorithms.md#computation)
+    step_vector_flops: ClassVar[float] = 0.0
 
     def __init__(
         self,
@@ -131,6 +135,13 @@ class Algorithm:
     def aggregate(self, state: dict[str, Any], uploads: dict, client_ids: torch.Tensor) -> dict:
         """New server state from the uploads that arrived (rows of `uploads`, ids `client_ids`)."""
         return {**state, "w": weighted_mean(uploads["model"], self.client_samples[client_ids])}
+
+    @classmethod
+    def aggregation_flops(cls, n_params: int, arrived: int) -> float:
+        """FLOPs of `aggregate` over `arrived` uploads (a classmethod: the engines without
+        training use it too). FedAvg's weighted mean: a multiply and an add per parameter
+        and upload."""
+        return 2.0 * arrived * n_params
 
     def detected(self, state: dict[str, Any]) -> torch.Tensor | None:
         """(N,) bool: clients the algorithm has flagged as freeloaders (None: no detection)."""

@@ -71,6 +71,11 @@ class Drfa(Algorithm):
     upload_references = {"model": "start", "snapshot": "start"}
     downlink_compressible = True  # (the probe's model goes uncompressed)
 
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # weighted means of the models and of the snapshots
+        return 4.0 * arrived * n_params
+
     def init_state(self, w0):
         if self.config.lambda_init == "samples":
             lam = self.client_samples / self.client_samples.sum()

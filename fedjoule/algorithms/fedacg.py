@@ -23,6 +23,12 @@ class FedACG(Algorithm):
 
     name = "fedacg"
     downlink_compressible = True  # the look-ahead is the one broadcast vector
+    step_vector_flops = 3  # 2 beta (theta - look-ahead): subtract, multiply; added
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # look-ahead w + lambda m; mean(theta_i - look-ahead); m <- lambda m + (.); w + m
+        return (2.0 * arrived + 5) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "m": torch.zeros_like(w0)}

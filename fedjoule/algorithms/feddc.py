@@ -49,6 +49,14 @@ class FedDC(Algorithm):
             )
         return super().compression_refusal(config, direction)
 
+    # alpha_i (theta + h_i - w) + c / w_i - c_i: six operations; added to the gradient
+    step_vector_flops = 7
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # c + sum(delta c) / N; h_sum + sum(delta); mean theta_i + h_sum / N
+        return (3.0 * arrived + 5) * n_params
+
     def init_state(self, w0):
         zeros = torch.zeros_like(w0)
         return {"w": w0.clone(), "c": zeros.clone(), "h_sum": zeros.clone()}

@@ -23,6 +23,7 @@ class FedProx(Algorithm):
 
     name = "fedprox"
     downlink_compressible = True
+    step_vector_flops = 3  # mu (theta - w): subtract, multiply; added to the gradient
 
     def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor:
         return self.config.mu * (params - ctx.vector("anchor"))

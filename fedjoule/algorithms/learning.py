@@ -7,6 +7,7 @@ import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.work import GradientCount
 
 
 @dataclass
@@ -19,6 +20,7 @@ class LocalResult:
     context: Context
     setup: RoundSetup
     buffers: torch.Tensor | None = None  # (m, B) running statistics after training
+    gradients: GradientCount | None = None  # gradient evaluations per local step (work.py)
 
 
 def fabricate(
@@ -72,10 +74,11 @@ def train_clients(
     kept = {}
     if compressor is not None:
         kept = compressor.downlink_step(algorithm, ctx, rows, client_ids, setup.round_index)
+    count = GradientCount()
     if buffers is None:
-        params = executor.train(algorithm, ctx, setup, batch_idx)
+        params = executor.train(algorithm, ctx, setup, batch_idx, count=count)
     else:
-        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers)
+        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers, count=count)
     if freeloaders is not None and freeloaders.any():
         for i in freeloaders.nonzero().flatten().tolist():
             params[i] = freeloader_model(params[i])
@@ -86,7 +89,7 @@ def train_clients(
             algorithm, uploads, ctx, rows, client_ids, setup.round_index
         )
         updates = {**updates, **kept, **residuals}
-    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers)
+    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count)
 
 
 def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:

@@ -84,9 +84,10 @@ def round_links(section, cell: Cell, tx_power_w: np.ndarray, clients, fading) ->
     return uplinks, downlinks
 
 
-def mean_uplink_snr_db(section, cell: Cell, tx_power_w: np.ndarray, bandwidth_hz: float):
-    """Each client's fading-free uplink SNR p G/(N0 b) in dB on `bandwidth_hz` (clients.csv:
-    the band a client gets, transfers.typical_bandwidth_hz: B/m fdma, B tdma, B/R ofdma)."""
+def mean_uplink_snr_db(section, cell: Cell, tx_power_w: np.ndarray, bandwidth_hz):
+    """Each client's fading-free uplink SNR p G/(N0 b) in dB on `bandwidth_hz` (one band,
+    or one per client; clients.csv: the band a client gets in its own cell,
+    transfers.typical_bandwidth_hz: B/(s N_c/N) fdma, B tdma, B/R ofdma)."""
     if cell.large_scale_gain is None:
         return np.full(len(tx_power_w), float(section.snr_db))
     snr = tx_power_w * cell.large_scale_gain / (cell.noise_psd_w_per_hz * bandwidth_hz)

@@ -318,7 +318,14 @@ class TraceReplay:
         self.period_s = period_s
         path = Path(path)
         shown = str(path) if len(str(path)) <= 200 else str(path)[:197] + "..."
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError as exc:  # a name too long, a path the system refuses
+            raise FedjouleError(
+                f"availability.trace_file: {shown}: {exc.strerror or exc}; give the path of a "
+                "CSV with columns client, start_s, end_s"
+            ) from None
+        if not found:
             raise FedjouleError(
                 f"availability.trace_file: {shown} not found; give a CSV with columns "
                 "client, start_s, end_s"

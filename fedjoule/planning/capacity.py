@@ -248,6 +248,12 @@ def plan_capacity(
         raise FedjouleError(f"--quantile {quantile}: must be in (0, 1]")
     if rounds is not None and rounds < 1:
         raise FedjouleError(f"--rounds {rounds}: must be at least 1")
+    for option, limit in (("--deadline-s", deadline_s), ("--energy-budget-j", energy_budget_j)):
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            raise FedjouleError(
+                f"{option} {limit}: a limit must be a positive finite number (leave it out "
+                "for no limit)"
+            )
     deadline_s = scenario.round.deadline_s if deadline_s is None else deadline_s
     if search != "none" and deadline_s is None and energy_budget_j is None:
         raise FedjouleError(

@@ -19,7 +19,9 @@ from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
 # every energy a client spends, in the order of the files' columns (energy_total_j: their
-# sum); the radio states' three are 0 for a radio without states (radio_states.py)
+# sum); the radio states' three are 0 for a radio without states (radio_states.py). The
+# tails running at the run's end are a column of their own, energy_end_of_run_tail_j, with
+# energy.end_of_run_tail = separate (outside energy_total_j)
 ENERGY_FIELDS = (
     "energy_compute_j",
     "energy_tx_j",
@@ -47,10 +49,13 @@ ROUND_COLUMNS = [
     *ENERGY_FIELDS,
     "energy_total_j",
     "cumulative_energy_j",
+    "energy_end_of_run_tail_j",
     "uplink_bits",
     "uplink_airtime_s",
     "downlink_airtime_s",
     "compute_time_s",
+    "max_compute_time_s",
+    "server_compute_time_s",
     "uplink_attempts",
     "selected_per_cell",
     "arrived_per_cell",
@@ -79,6 +84,7 @@ CLIENT_COLUMNS = [
     "arrived",
     *ENERGY_FIELDS,
     "energy_total_j",
+    "energy_end_of_run_tail_j",
     "battery_initial_j",
     "battery_left_j",
     "freeloader",

@@ -24,6 +24,7 @@ COLOURS = {
     "waiting": "#f2f2f2",
     "promotion": "#e377c2",
     "tail": "#bcbd22",
+    "end_of_run_tail": "#dbdb8d",
     "idle": "#17becf",
 }
 # the radio states (simulator/radio_states.py); tail and idle run beside the computation,
@@ -31,6 +32,7 @@ COLOURS = {
 RADIO_LABELS = {
     "promotion": "radio promotion",
     "tail": "radio tail (connected, no data)",
+    "end_of_run_tail": "radio tail after the run's end",
     "idle": "radio idle",
 }
 LABELS = {
@@ -109,7 +111,7 @@ def plot_timeline(
         for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
             key = "uplink_failed" if kind == "uplink" and not ok else kind
             drawn.add(key)
-            if kind in ("tail", "idle"):
+            if kind in ("tail", "end_of_run_tail", "idle"):
                 t0 = max(t0, start)  # a tail from an earlier round: its part in this one
                 width, left = (t1 - t0) / scale, (t0 - start) / scale
                 ax.barh(y + 0.3, width, left=left, color=COLOURS[key], height=0.15)

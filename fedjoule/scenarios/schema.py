@@ -33,7 +33,7 @@ from fedjoule.algorithms.base import AlgorithmConfig
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
 from fedjoule.errors import FedjouleError
-from fedjoule.plugins import PluginError, load_spec, plugin_dirs
+from fedjoule.plugins import PluginError, Unchecked, load_spec, plugin_dirs
 
 # Upper bounds (see each field's description for why).
 MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
@@ -130,7 +130,7 @@ def resolve_plugin(section, paths: tuple[str, ...] = ()) -> None:
         if section.factory is not None:
             recorded = section.source.model_dump() if section.source else None
             target, source = load_spec(section.factory, plugin_dirs(), recorded)
-            if not callable(target):
+            if not isinstance(target, Unchecked) and not callable(target):
                 raise PluginError(f"{section.factory!r} is not a function")
             section.source = PluginSource(**source)
     except PluginError as exc:
@@ -832,10 +832,12 @@ class ChannelSection(Section):
         "fdma",
         description="Uplink sharing: fdma (equal split among those sending, processor "
         "sharing), tdma (one at a time), ofdma (resource_blocks blocks). clients.csv's "
-        "mean_uplink_snr_db, p G/(N0 b), is on the band b a client gets: fdma B/m with m = "
-        "ceil(round.overcommit x training.clients_per_round) clients selected (at most the "
-        "population), tdma B (the whole band in its own slot), ofdma B/R (one resource "
-        "block); with a fixed snr_db it is snr_db.",
+        "mean_uplink_snr_db, p G/(N0 b), is on the band b a client gets in its own cell (each "
+        "cell has its own band B): fdma B/(s N_c/N), with s = ceil(round.overcommit x "
+        "training.clients_per_round) clients selected (at most the population) of whom "
+        "the share N_c/N of the client's cell is in it (one cell: B/s), tdma B (the whole "
+        "band in its own slot), ofdma B/R (one resource block); with a fixed snr_db it is "
+        "snr_db.",
     )
     resource_blocks: Int = Field(
         10, ge=1, le=10_000, description="OFDMA resource blocks R (LTE: up to 100)."
@@ -1037,6 +1039,15 @@ class RoundSection(Section):
     server_time_s: float = Field(
         0.0, ge=0, le=MAX_TIME_S, description="Server aggregation time (s), at most 1e9 s."
     )
+    server_flops_per_s: float = Field(
+        1e10,
+        gt=0,
+        description="Server speed on the aggregation's vector arithmetic (FLOP/s), for "
+        "rounds.csv server_compute_time_s (reported, not added to the clock; server_time_s "
+        "is the clock's wait). Default 1e10: streaming float32 work is memory-bound, 2 FLOPs "
+        "per 12 bytes moved (STREAM Triad, McCalpin 1995) at 60 GB/s sustained, under half "
+        "of a six-channel DDR4-2933 server socket's 141 GB/s peak.",
+    )
     interval_s: float | None = Field(
         None,
         gt=0,
@@ -1151,6 +1162,20 @@ class TopologySection(Section):
     @property
     def n_cells(self) -> int:
         return _n_cells(self)
+
+
+class EnergySection(Section):
+    """How the ledger treats energy at the run's edges (docs/models.md#radio-tails)."""
+
+    end_of_run_tail: Literal["charge", "drop", "separate"] = Field(
+        "separate",
+        description="The radio tails still running when the run ends (an LTE tail is about "
+        "12 J after every client's last upload): separate: reported on their own "
+        "(energy_end_of_run_tail_j in summary.json, clients.csv, events.jsonl and the last "
+        "row of rounds.csv), outside energy_total_j, so per-round rows and curves never "
+        "jump at the end; charge: added to the last row's energy_radio_tail_j; drop: not "
+        "charged. summary.json's end_of_run_tail_energy_j always says how much it is.",
+    )
 
 
 class OutputSection(Section):
@@ -1300,6 +1325,7 @@ class Scenario(Section):
     availability: AvailabilitySection = Field(default_factory=AvailabilitySection)
     round: RoundSection = Field(default_factory=RoundSection)
     topology: TopologySection = Field(default_factory=TopologySection)
+    energy: EnergySection = Field(default_factory=EnergySection)
     output: OutputSection = Field(default_factory=OutputSection)
     compression: CompressionSection = Field(default_factory=CompressionSection)
 

@@ -32,6 +32,7 @@ from fedjoule.algorithms.learning import (
     keep_client_state,
     train_clients,
 )
+from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
@@ -45,7 +46,8 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS)
+END_OF_RUN_TAIL = "energy_end_of_run_tail_j"  # energy.end_of_run_tail = separate's own kind
+LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS, END_OF_RUN_TAIL)
 SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
 
 
@@ -62,8 +64,13 @@ class Progress:
     rounds_to_target: int | None = None
     energy_to_target_j: float | None = None
     time_to_target_s: float | None = None
+    # the sum over rounds of the slowest arrived client's computation (rounds.csv
+    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
+    compute_time_s: float = 0.0
+    compute_time_to_target_s: float | None = None
     diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
     diverged_reason: str | None = None
+    end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
@@ -183,6 +190,8 @@ class Simulation:
         self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
         self.progress = Progress()
         self.last_records: list[ClientRecord] = []
+        self.outside_records: list[ClientRecord] = []
+        self.step_gradients: list[int] = []  # this round's gradient evaluations per step
 
     # ------------------------------------------------------------------ the story of a round
     def open_round(self, env: simpy.Environment, r: int):
@@ -235,6 +244,7 @@ class Simulation:
             buffers,
             world.compressor,
         )
+        self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
         keep = arrivals_kept(scenario, len(selected))
@@ -306,13 +316,27 @@ class Simulation:
     def training_costs(self, k: int) -> dict:
         """Client k's bits and computation in a training round (freeloaders compute nothing)."""
         world = self.world
-        work = 0 if world.freeloader[k] else int(world.client_steps[k])
+        work = 0 if world.freeloader[k] else self.local_work(k)
         return {
             "down_bits": world.downlink_bits,
             "compute_s": work * float(world.step_time_s[k]),
             "compute_energy_j": work * float(world.step_energy_j[k]),
             "up_bits": world.uplink_bits,
         }
+
+    def local_work(self, k: int) -> float:
+        """Client k's computation this round in plain SGD steps: its steps' counted gradient
+        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
+        steps = int(self.world.client_steps[k])
+        return float(local_work(self.step_gradients, steps, self.world.vector_work))
+
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
+        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
 
     def fabricate(self, start: torch.Tensor) -> torch.Tensor:
         """A freeloader's upload, from the global model it received."""
@@ -370,6 +394,7 @@ class Simulation:
         Participation counts come from the training set; energy and airtime from the
         training and the probe set."""
         self.last_records = [*records, *probe_records]  # for events.jsonl and the timeline
+        self.outside_records = []  # clients outside the round whose radio tails it charges
         for rec in records:
             self.ledger["selected"][rec.client] += 1
             self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
@@ -384,7 +409,7 @@ class Simulation:
                     self.battery_j[k], self.world.population.battery_threshold_j[k]
                 )
         # radio tails running outside the clients' processes, up to the round's end
-        tails_j = self.settle_radio_tails(end_s, spent)
+        tails_j = self.charge_tails(self.radios.settle(end_s))
         world = self.world
         # charging since the previous round ended (the wait between rounds included)
         charge(
@@ -401,51 +426,79 @@ class Simulation:
             failed=int(failed),
             downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
             compute_time_s=sum(rec.compute_time_s for rec in spent),
+            max_compute_time_s=max(
+                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
+            ),
+            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
         )
         for name in SUMMED:
             row[name] = float(sum(getattr(rec, name) for rec in spent))
         row["energy_radio_tail_j"] += tails_j
-        row["energy_total_j"] = (
-            row["energy_compute_j"]
-            + row["energy_tx_j"]
-            + row["energy_rx_j"]
-            + row["energy_radio_promotion_j"]
-            + row["energy_radio_tail_j"]
-            + row["energy_idle_j"]
-        )
-        return row
+        return with_total(row)
 
-    def settle_radio_tails(self, until_s: float, records) -> float:
-        """Charge the radio tails running outside the clients' processes up to `until_s`
-        (inf: to their ends) to the ledger and the batteries; a client with a record in
-        `records` gets the stretch as a "tail" span (events.jsonl). Returns their energy."""
-        last = {rec.client: rec for rec in records}
+    def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
+        """Charge radio-tail stretches (client, start_s, end_s, energy_j), from
+        RadioBank.settle, to the ledger's `field` and the batteries, each as a `kind` span
+        (events.jsonl) of the client's record in this round, or of an "outside" record for
+        a client not in it. Returns their energy."""
+        records = {rec.client: rec for rec in [*self.last_records, *self.outside_records]}
         total = 0.0
-        for k, start_s, end_s, energy_j in self.radios.settle(until_s):
-            self.ledger["energy_radio_tail_j"][k] += energy_j
+        for k, start_s, end_s, energy_j in tails:
+            self.ledger[field][k] += energy_j
             self.battery_j[k] = max(0.0, self.battery_j[k] - energy_j)
             total += energy_j
-            if k in last:
-                _span(last[k], "tail", start_s, end_s, energy_j)
+            if k not in records:
+                serving = self.world.cell.serving_cell
+                cell = 0 if serving is None else int(serving[k])
+                records[k] = ClientRecord(k, outcome="outside", cell=cell)
+                self.outside_records.append(records[k])
+            _span(records[k], kind, start_s, end_s, energy_j)
         return total
 
-    def settle_last_tails(self, row: dict) -> None:
-        """At the run's end the tails still running are charged whole to its last row."""
-        extra_j = self.settle_radio_tails(math.inf, self.last_records)
-        if extra_j:
-            row["energy_radio_tail_j"] += extra_j
-            row["energy_total_j"] += extra_j
-            self.progress.cumulative_energy_j += extra_j
-            row["cumulative_energy_j"] = self.progress.cumulative_energy_j
+    def settle_between_rounds(self, row: dict) -> None:
+        """The radio tails after a round's end (radio_states.py): up to the next round's
+        start, r+1 x round.interval_s, charged to this row (a tail ending in the gap is
+        charged whole to the round it started in, whether or not its client is selected
+        again); after the last round, the tails still running, by energy.end_of_run_tail."""
+        if self.finished():
+            self.settle_end_of_run(row)
+            return
+        interval_s = self.world.scenario.round.interval_s
+        if not interval_s:
+            return
+        next_start_s = max((row["round"] + 1) * interval_s, row["sim_time_end_s"])
+        gap_j = self.charge_tails(self.radios.settle(next_start_s))
+        if gap_j:
+            row["energy_radio_tail_j"] += gap_j
+            with_total(row)
+
+    def settle_end_of_run(self, row: dict) -> None:
+        """The tails still running when the run ends, whole: charged to the last row's
+        energy_radio_tail_j (charge), reported in energy_end_of_run_tail_j outside the
+        rows' totals (separate), or not charged (drop); their energy is always recorded."""
+        policy = self.world.scenario.energy.end_of_run_tail
+        tails = self.radios.settle(math.inf)
+        self.progress.end_of_run_tail_energy_j = float(sum(e for *_, e in tails))
+        row[END_OF_RUN_TAIL] = 0.0
+        if policy == "charge":
+            row["energy_radio_tail_j"] += self.charge_tails(tails)
+            with_total(row)
+        elif policy == "separate":
+            row[END_OF_RUN_TAIL] = self.charge_tails(tails, END_OF_RUN_TAIL, "end_of_run_tail")
+
+    @property
+    def event_records(self) -> list[ClientRecord]:
+        """The records whose spans make the round's events.jsonl lines."""
+        return [*self.last_records, *self.outside_records]
 
     def finish_round(self, row: dict, wall_s: float) -> dict:
         """Evaluation and the running summary after a round. A diverged round (its model
         NaN/inf, or its evaluation's loss) is evaluated, counts for neither the best
         accuracy nor the target, and is the last one played."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
-        p.cumulative_energy_j += row["energy_total_j"]
-        row["cumulative_energy_j"] = p.cumulative_energy_j
+        p.compute_time_s += row["max_compute_time_s"]
         diverged = row.get("diverged", 0) == 1
+        reached = False
         if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged:
             metrics = self.world.evaluator(self.state["w"], self.buffers_or_none())
             row.update(metrics)
@@ -460,21 +513,25 @@ class Simulation:
                 reached = training.target_value is not None and (
                     metrics[training.target_metric] >= training.target_value
                 )
-                if reached and p.rounds_to_target is None:
+                reached = reached and p.rounds_to_target is None
+                if reached:
                     p.rounds_to_target = r + 1
-                    p.energy_to_target_j = p.cumulative_energy_j
-                    p.time_to_target_s = row["sim_time_end_s"]
+                    p.compute_time_to_target_s = p.compute_time_s
             elif p.diverged_at_round is None:
                 p.diverged_at_round = r
                 p.diverged_reason = divergence_reason(training, r, row["lr"], cause)
         row["diverged"] = int(diverged)
         row.update(self.detection_rates())
         p.next_round = r + 1
+        self.settle_between_rounds(row)
+        p.cumulative_energy_j += row["energy_total_j"]
+        row["cumulative_energy_j"] = p.cumulative_energy_j
+        if reached:
+            p.energy_to_target_j = p.cumulative_energy_j
+            p.time_to_target_s = row["sim_time_end_s"]
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
-        if self.finished():
-            self.settle_last_tails(row)
         return row
 
     def detection_rates(self) -> dict:
@@ -532,7 +589,7 @@ class Simulation:
         self.state = {
             k: v.to(device) if torch.is_tensor(v) else v for k, v in saved["state"].items()
         }
-        self.ledger = {k: v.numpy().copy() for k, v in saved["ledger"].items()}
+        self.ledger.update({k: v.numpy().copy() for k, v in saved["ledger"].items()})
         self.battery_j = saved["battery_j"].numpy().copy()
         self.store.load_state_dict(saved["client_store"])
         self.last_update = saved["last_update"].to(device)
@@ -566,6 +623,9 @@ class Simulation:
             "energy_radio_promotion_j": float(self.ledger["energy_radio_promotion_j"].sum()),
             "energy_radio_tail_j": float(self.ledger["energy_radio_tail_j"].sum()),
             "energy_idle_j": float(self.ledger["energy_idle_j"].sum()),
+            END_OF_RUN_TAIL: float(self.ledger[END_OF_RUN_TAIL].sum()),
+            "end_of_run_tail": self.world.scenario.energy.end_of_run_tail,
+            "end_of_run_tail_energy_j": p.end_of_run_tail_energy_j,
             "sim_time_s": p.sim_time_s,
             "rounds_completed": p.next_round,
             "target_metric": self.world.scenario.training.target_metric,
@@ -573,12 +633,26 @@ class Simulation:
             "rounds_to_target": p.rounds_to_target,
             "energy_to_target_j": p.energy_to_target_j,
             "time_to_target_s": p.time_to_target_s,
+            "compute_time_to_target_s": p.compute_time_to_target_s,
             "wall_time_s": p.wall_time_s,
             "diverged_at_round": p.diverged_at_round,
             "diverged_reason": p.diverged_reason,
             **self.detection_rates(),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}
+
+
+def with_total(row: dict) -> dict:
+    """The row's energy_total_j: the sum of its energy kinds (ENERGY_FIELDS)."""
+    row["energy_total_j"] = (
+        row["energy_compute_j"]
+        + row["energy_tx_j"]
+        + row["energy_rx_j"]
+        + row["energy_radio_promotion_j"]
+        + row["energy_radio_tail_j"]
+        + row["energy_idle_j"]
+    )
+    return row
 
 
 def model_is_finite(state: dict) -> bool:

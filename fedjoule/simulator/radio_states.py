@@ -7,11 +7,14 @@ Energy falls where time goes:
   promotion_power_w (it delays the transfer); a transfer inside the previous tail pays
   none and cuts that tail (energy_radio_promotion_j).
 - connected without data: after a transfer the tail, tail_s at tail_power_w, and the wait
-  for the medium (queued uploads) at the same power (energy_radio_tail_j). The tail of a
-  client's last transfer runs on after its round: whatever part of it falls in a later
-  round's time (that round's row: the time since the previous row ended) is charged there,
-  cut by the client's next transfer or run out, and the tails still running when the run
-  ends are charged whole to its last row.
+  for the medium (queued uploads) at the same power (energy_radio_tail_j). Every tail is
+  charged in full, by the time it runs (engine.Simulation.settle_between_rounds): the
+  part inside a round's time goes to that round's row; the part between two rounds (the
+  wait for round.interval_s) to the row before the gap. So a tail that ends in the gap
+  after its round is charged whole to the round it started in, whether or not the client
+  is selected again; a later transfer of the client cuts a tail still running. The
+  tails still running when the run ends follow energy.end_of_run_tail (charge, drop or
+  separate).
 - idle: idle_power_w, only while the client takes part in a round, from the end of its
   download to the start of its upload, once its tail has run out (energy_idle_j). Idle
   time outside that window is not the federated job's.
@@ -109,12 +112,12 @@ class ClientRadio:
     # ------------------------------------------------------------------ the process's calls
     def begin(self, power) -> None:
         """At the process's start: charge the tail that ran since the last settlement (it
-        is this round's; the battery the guard's budget came from does not know it yet),
-        and draw the tail's power until it runs out."""
+        is this round's, whether it still runs or ran out before this process started; the
+        battery the guard's budget came from does not know it yet), and draw the tail's
+        power until it runs out."""
         self.power = power
+        power.add_spent(self._charge_tail(self.env.now))
         if self.state == "tail":
-            spent = self._charge_tail(self.env.now)
-            power.add_spent(spent)
             power.set(radio_w=self.p.tail_power_w)
             self._start_tail(self.bank.tail_end_s[self.k] - self.env.now)
 

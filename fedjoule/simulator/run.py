@@ -8,6 +8,7 @@ from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.plugins import file_sha256
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, with_round_totals, write_clients, write_json
 from fedjoule.report.timeline import events_text, plot_timeline
@@ -15,7 +16,7 @@ from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import checkpoint
-from fedjoule.simulator.engine import ENERGY_FIELDS, Simulation
+from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
@@ -59,9 +60,11 @@ def run_scenario(
         out = Path(out_dir)
         if not (out / SCENARIO).is_file():
             raise FedjouleError(f"{out}: no {SCENARIO}, so no run to resume; start a new run")
-        scenario = load_scenario(out / SCENARIO)
-        if (out / CHECKPOINT).exists():
+        if (out / CHECKPOINT).exists():  # checked before scenario.yaml is read
             saved = checkpoint.read_checkpoint(out / CHECKPOINT)
+            checkpoint.check_scenario_file(saved, out / CHECKPOINT, out / SCENARIO)
+        scenario = load_scenario(out / SCENARIO)
+        if saved is not None:
             checkpoint.check_belongs(
                 saved, out / CHECKPOINT, scenario.model_dump(mode="json"), out / SCENARIO
             )
@@ -122,11 +125,18 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     sim = Simulation(world, budget, out / "client_state.bin")
     rounds_file, events = RoundsFile(out / "rounds.csv"), AppendLog(out / EVENTS)
 
+    scenario_file_sha256 = file_sha256(out / SCENARIO)
+
     def save() -> None:
         files = {"rounds.csv": rounds_file.log.mark(), EVENTS: events.mark()}
         state = sim.state_dict()
         checkpoint.save_checkpoint(
-            out / CHECKPOINT, state, scenario_data, sim.progress.next_round, files
+            out / CHECKPOINT,
+            state,
+            scenario_data,
+            sim.progress.next_round,
+            files,
+            scenario_file_sha256,
         )
         sim.store.commit()  # client-state files the new checkpoint no longer names go
 
@@ -145,7 +155,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     def record(row: dict) -> bool | None:
         rounds_file.append(row)
         if scenario.output.events:
-            events.append(events_text(row["round"], sim.last_records).encode())
+            events.append(events_text(row["round"], sim.event_records).encode())
         if row["round"] in scenario.output.timeline_rounds:
             plot_timeline(
                 out / f"timeline_round_{row['round']}.png",
@@ -177,7 +187,8 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
 def client_rows(sim: Simulation) -> list[dict]:
     world = sim.world
     pop, scenario = world.population, world.scenario
-    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
+    # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
+    share_hz = typical_bandwidth_hz(scenario, pop.size, world.cell.serving_cell)
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
     flagged = world.algorithm.detected(sim.state)
     rows = []
@@ -199,6 +210,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "arrived": int(sim.ledger["arrived"][k]),
                 **energy,
                 "energy_total_j": sum(energy.values()),
+                END_OF_RUN_TAIL: float(sim.ledger[END_OF_RUN_TAIL][k]),
                 "battery_initial_j": float(pop.battery_initial_j[k]),
                 "battery_left_j": float(sim.battery_j[k]),
                 "freeloader": int(world.freeloader[k]),

@@ -17,7 +17,7 @@ from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
-from fedjoule.simulator.engine import ENERGY_FIELDS
+from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
@@ -96,13 +96,15 @@ def run_system(
         sim = SystemEngine(world)
         sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
         ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.sim_time_s
+        end_tail_j = 0.0  # radios without states only
     else:
         sim = SimpySystemSimulation(world)
         sim.run(last, _simpy_recorder(sim, out, rounds_file, on_round))
         ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.progress.sim_time_s
+        end_tail_j = sim.progress.end_of_run_tail_energy_j
     if clients_csv:
         write_system_clients(out / "clients.csv", world, ledger, battery)
-    summary = system_summary(world, ledger, battery, sim_time_s, last, engine)
+    summary = system_summary(world, ledger, battery, sim_time_s, last, engine, end_tail_j)
     summary = with_round_totals(summary, out / "rounds.csv", scenario)
     summary["wall_time_s"] = time.perf_counter() - tic
     write_json(out / "summary.json", summary)
@@ -119,7 +121,7 @@ def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
     def record(row: dict) -> None:
         rounds_file.append(row)
         if scenario.output.events:
-            events.append(events_text(row["round"], sim.last_records).encode())
+            events.append(events_text(row["round"], sim.event_records).encode())
         if row["round"] in scenario.output.timeline_rounds:
             png = out / f"timeline_round_{row['round']}.png"
             plot_timeline(png, row, sim.last_records, scenario.round.deadline_s)
@@ -129,7 +131,7 @@ def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
     return record
 
 
-def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine) -> dict:
+def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine, end_tail_j) -> dict:
     energy = {n: float(ledger[n].sum()) for n in ENERGY_FIELDS}
     return {
         "training": "skipped",
@@ -139,6 +141,9 @@ def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine) -> dict
         "sim_time_s": sim_time_s,
         "energy_total_j": sum(energy.values()),
         **energy,
+        END_OF_RUN_TAIL: float(ledger[END_OF_RUN_TAIL].sum()),
+        "end_of_run_tail": world.scenario.energy.end_of_run_tail,
+        "end_of_run_tail_energy_j": end_tail_j,
         "battery_used_j": float((world.population.battery_initial_j - battery_j).sum()),
         "model_params": world.n_params,
         "uplink_bits_per_client": world.uplink_bits,
@@ -149,7 +154,8 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
     """clients.csv (report/results.py columns) for every client, column-wise and fast; the
     columns that need learning (flagged) stay empty."""
     pop, scenario = world.population, world.scenario
-    share_hz = typical_bandwidth_hz(scenario, pop.size)  # B/m fdma, B tdma, B/R ofdma
+    # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
+    share_hz = typical_bandwidth_hz(scenario, pop.size, world.serving_cell)
     energy = {n: ledger[n] for n in ENERGY_FIELDS}
     n = pop.size
     empty = np.full(n, "", dtype=object)
@@ -168,6 +174,7 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
         "arrived": ledger["arrived"].astype(int),
         **energy,
         "energy_total_j": sum(energy.values()),
+        END_OF_RUN_TAIL: ledger[END_OF_RUN_TAIL],
         "battery_initial_j": pop.battery_initial_j,
         "battery_left_j": battery_j,
         "freeloader": world.freeloader.astype(int),

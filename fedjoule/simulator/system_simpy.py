@@ -6,7 +6,7 @@ import simpy
 
 from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
 from fedjoule.simulator.radio_states import RadioBank
-from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import play_clients
 
 
@@ -25,6 +25,13 @@ class SimpySystemSimulation(Simulation):
         self.radios = RadioBank.for_world(world)
         self.progress = Progress()
         self.last_records = []
+        self.outside_records = []
+
+    @property
+    def step_gradients(self) -> list[int]:
+        """The round's gradient evaluations per local step: the world's dry count (round 0's,
+        then the last counted round's; algorithms/work.py)."""
+        return gradients_of_round(self.world, self.progress.next_round)
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario
@@ -48,14 +55,13 @@ class SimpySystemSimulation(Simulation):
 
     def finish_round(self, row: dict, wall_s: float) -> dict:
         p = self.progress
+        p.next_round = row["round"] + 1
+        self.settle_between_rounds(row)
         p.cumulative_energy_j += row["energy_total_j"]
         row["cumulative_energy_j"] = p.cumulative_energy_j
-        p.next_round = row["round"] + 1
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
-        if self.finished():
-            self.settle_last_tails(row)
         return row
 
     def finished(self) -> bool:

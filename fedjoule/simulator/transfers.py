@@ -38,13 +38,21 @@ def nominal_bandwidth_hz(channel, clients_in_cell: int) -> float:
     return channel.uplink_bandwidth_hz / channel.resource_blocks
 
 
-def typical_bandwidth_hz(scenario, n_clients: int) -> float:
-    """The band clients.csv's mean_uplink_snr_db is on: nominal_bandwidth_hz of a round
-    whose selection, ceil(overcommit m) of the n_clients, is in one cell: B/ceil(f m) fdma,
-    B tdma, B/R ofdma."""
+def typical_bandwidth_hz(scenario, n_clients: int, serving_cell=None) -> np.ndarray:
+    """The band clients.csv's mean_uplink_snr_db is on, per client: nominal_bandwidth_hz of
+    a round whose selection, s = ceil(overcommit m) of the n_clients, falls on the cells in
+    proportion to their clients, so that client k's cell c holds s N_c / N of them (each
+    cell has its own band B): B / (s N_c / N) fdma, B tdma, B/R ofdma. `serving_cell`: each
+    client's cell (None: one cell)."""
     m, f = scenario.training.clients_per_round, scenario.round.overcommit
     selected = min(overcommit_count(m, f), n_clients)
-    return nominal_bandwidth_hz(scenario.channel, selected)
+    cells = np.zeros(n_clients, dtype=int) if serving_cell is None else np.asarray(serving_cell)
+    in_cell = np.bincount(cells, minlength=int(cells.max(initial=0)) + 1)[cells]
+    expected = selected * in_cell / n_clients if n_clients else np.ones(0)
+    channel = scenario.channel
+    if channel.access == "fdma":
+        return channel.uplink_bandwidth_hz / np.maximum(1.0, expected)
+    return np.full(n_clients, nominal_bandwidth_hz(channel, selected))
 
 
 def mean_snr(channel, cell, tx_power_w: float, client: int, bandwidth_hz: float) -> float:

@@ -18,6 +18,7 @@ from fedjoule.algorithms.executor import (
     VectorisedExecutor,
 )
 from fedjoule.algorithms.registry import build_algorithm
+from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
 from fedjoule.data.federated import FederatedData, build_federated_data
@@ -59,10 +60,15 @@ class World:
     uplink_bits: float  # per participating client
     downlink_bits: float
     compressor: Compressor | None = None  # None: the uploads go as they are
+    vector_work: float = 0.0  # the algorithm's vector FLOPs per step, in steps (work.py)
 
     @property
     def n_params(self) -> int:
         return self.model.n_params
+
+    @property
+    def algorithm_cls(self) -> type[Algorithm]:
+        return type(self.algorithm)
 
 
 def pick_device(name: str) -> torch.device:
@@ -210,4 +216,5 @@ def build_world(
         uplink_bits=uplink_bits,
         downlink_bits=downlink_bits,
         compressor=Compressor.build(scenario, w0.to(torch_device)),
+        vector_work=vector_work(type(algorithm), model.n_params, flops, training.batch_size),
     )

@@ -100,3 +100,32 @@ def test_a_cut_off_downlink_carries_the_bits_received(tmp_path):
     for e in down:
         assert e["end_s"] - e["start_s"] == pytest.approx(0.5, rel=1e-12)
         assert e["bits"] == pytest.approx(0.5 * 1000 * math.log2(11), rel=1e-9)
+
+
+def test_multi_cell_fdma_snr_is_on_each_cells_own_band(tmp_path):
+    """2 cells of 4 clients, all 8 selected: each cell splits its own band B among its 4,
+    so a client's SNR is 10 log10(p g / (N0 B/4)), 3.01 dB below B/8 (issue 18, item 3);
+    the numpy engine and the training engine report the same."""
+    s = load_scenario(
+        "default",
+        [
+            "population.size=8",
+            "training.clients_per_round=8",
+            "round.min_clients=1",
+            "training.rounds=1",
+            "topology.layout=positions",
+            "topology.bs_positions_m=[[0, 0], [5000, 0]]",
+            "topology.client_share_per_cell=[0.5, 0.5]",
+            "channel.shadowing_sigma_db=0",
+        ],
+    )
+    world = build_world(s, device="cpu")
+    cells = world.cell.serving_cell
+    assert np.bincount(cells).tolist() == [4, 4]  # far apart: each client stays in its cell
+    expected = closed_form_snr_db(world, UP_HZ / 4)
+    trained = np.array([row["mean_uplink_snr_db"] for row in client_rows(Simulation(world))])
+    np.testing.assert_allclose(trained, expected, rtol=1e-12)
+    out, _ = run_system(s, tmp_path)
+    with (out / "clients.csv").open() as f:
+        written = np.array([float(r["mean_uplink_snr_db"]) for r in csv.DictReader(f)])
+    np.testing.assert_allclose(written, expected, rtol=1e-12)

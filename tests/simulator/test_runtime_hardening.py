@@ -5,7 +5,6 @@ keeps every client it draws, and no loop runs unbounded on extreme settings."""
 import csv
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -226,13 +225,12 @@ def test_bernoulli_redraws_are_unchanged_for_usual_settings():
             assert np.array_equal(a, b)
 
 
+@pytest.mark.timeout(60)  # a hang guard (it ends in milliseconds), not a speed test
 def test_tiny_participation_probability_ends_with_one_client():
     # 1e-12 is below what validation accepts: the engine must end anyway
     s = load_scenario("default", ["training.participation=bernoulli"])
     s = with_training(s, participation_prob=1e-12)
-    tic = time.perf_counter()
     chosen = [select_clients(np.arange(100), s, r) for r in range(5)]
-    assert time.perf_counter() - tic < 5
     assert [len(c) for c in chosen] == [1, 1, 1, 1, 1]
     again = [select_clients(np.arange(100), s, r) for r in range(5)]
     assert all(np.array_equal(a, b) for a, b in zip(chosen, again, strict=True))
@@ -273,11 +271,10 @@ def day_by_day_s(t0: float, t1: float, shift: float, windows) -> float:
     return total
 
 
+@pytest.mark.timeout(60)  # a loop over 1e300 s of days would never end
 def test_diurnal_charging_over_huge_spans_is_closed_form():
     model = Diurnal(0.5, 0.4, 1.0, 3.0, 22.0, 6.0, seed=0, n_clients=3)  # wraps midnight
-    tic = time.perf_counter()
     huge = model.charging_time_s(0.0, 1e300)
-    assert time.perf_counter() - tic < 1
     assert np.all((huge >= 0) & (huge <= 1e300))
     # over 400 days the closed form equals the day-by-day sum of window overlaps
     t0, t1 = 1234.5, 1234.5 + 400 * DAY_S
@@ -292,12 +289,11 @@ def test_diurnal_charging_over_huge_spans_is_closed_form():
     assert model.charging_time_s(5.0, 5.0)[0] == 0.0
 
 
+@pytest.mark.timeout(120)  # 5e11 on/off cycles drawn one by one would never end
 def test_markov_far_ahead_is_bounded_and_keeps_its_law():
     # 1 ms periods and a query 1e9 s ahead: 5e11 cycles, drawn from epoch 7,629 on
     model = MarkovOnOff(1e-3, 2e-3, seed=0, n_clients=2000)
-    tic = time.perf_counter()
     online = model.online_mask(1e9, 0)
-    assert time.perf_counter() - tic < 30
     p, sd = 1 / 3, math.sqrt(2 / 9 / 2000)
     assert abs(online.mean() - p) < 4 * sd
     # query order does not matter across epochs
@@ -324,12 +320,11 @@ def test_markov_far_ahead_is_bounded_and_keeps_its_law():
     assert checked > 50
 
 
+@pytest.mark.timeout(60)
 def test_vector_markov_far_ahead_restarts_from_the_stationary_law():
     vector = MarkovVector(1e-3, 2e-3, seed=0, n_clients=4000)
     vector.online_mask(1.0, 0)
-    tic = time.perf_counter()
     online = vector.online_mask(1e9, 1)
-    assert time.perf_counter() - tic < 1
     assert abs(online.mean() - 1 / 3) < 4 * math.sqrt(2 / 9 / 4000)
     offline_at = vector.next_offline_s(np.flatnonzero(online), 1e9, 1)
     assert np.all(offline_at >= 1e9) and np.mean(offline_at > 1e9) > 0.99
