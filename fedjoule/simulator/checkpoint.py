@@ -109,16 +109,18 @@ def check_scenario_file(saved: dict, path: Path, scenario_file: Path) -> None:
     from fedjoule.scenarios.loading import read_source
 
     recorded = saved.get("scenario_file_sha256")
-    if recorded is not None:
-        if file_sha256(scenario_file) != recorded:
-            raise FedjouleError(
-                f"{scenario_file} was changed since {path} was written (its SHA-256 differs), "
-                "so the run is not resumed and nothing it names is loaded; restore it, or "
-                "start a new run"
-            )
+    if recorded is not None and file_sha256(scenario_file) == recorded:
         return
     raw, _ = read_source(scenario_file)  # plain data: safe YAML, nothing imported
     differ = differences(saved["scenario"], json.loads(json.dumps(raw, default=str)))
+    if recorded is not None:
+        fields = f"; they differ in {', '.join(differ[:5])}" if differ else ""
+        raise FedjouleError(
+            f"{path} belongs to another scenario than {scenario_file}: the file was changed "
+            f"since the checkpoint was written, or the checkpoint is another run's "
+            f"(SHA-256{fields}), so the run is not resumed and nothing it names is loaded; "
+            "restore the file, or start a new run"
+        )
     if differ:
         raise FedjouleError(
             f"{path} belongs to another scenario than {scenario_file} (they differ in "
