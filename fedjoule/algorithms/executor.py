@@ -10,6 +10,7 @@ Random layers (dropout) draw each client's numbers from that client's own genera
 (ClientDraws), so both executors draw the same masks and stay equal.
 """
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
@@ -93,7 +94,7 @@ class ClientDraws:
 
     def begin(self, setup: RoundSetup, m: int) -> None:
         """Fresh generators for the m clients of `setup` (ids: setup.client_ids, else 0..m-1)."""
-        ids = list(range(m)) if setup.client_ids is None else setup.client_ids.tolist()
+        ids = with_client_ids(setup, m).client_ids.tolist()
         r = setup.round_index
         if self.batched:
             self.states = [self._seeded(rng.seed_int(self.seed, "random_layers_batched", r, *ids))]
@@ -121,6 +122,14 @@ class ClientDraws:
             self.states[i] = [g.get_state() for g in gens]
             for g, state in zip(gens, saved, strict=True):
                 g.set_state(state)
+
+
+def with_client_ids(setup: RoundSetup, m: int) -> RoundSetup:
+    """`setup`, its clients numbered 0..m-1 when it does not say who they are (the keys of
+    their random draws, the same in every executor)."""
+    if setup.client_ids is not None:
+        return setup
+    return dataclasses.replace(setup, client_ids=torch.arange(m))
 
 
 def own_draws(draws: ClientDraws | None, i: int):
@@ -289,6 +298,7 @@ class VectorisedExecutor:
         n_params = ctx.shared["start"].numel()
         chunk = self.chunk_size(n_params, batch)
         count = GradientCount() if count is None else count
+        setup = with_client_ids(setup, m)
         if m <= chunk:
             return self._train(algorithm, ctx, setup, batch_idx, buffers, count)
         finals = []
@@ -416,6 +426,7 @@ class SequentialExecutor:
     ) -> torch.Tensor:
         m = batch_idx.shape[0]
         count = GradientCount() if count is None else count
+        setup = with_client_ids(setup, m)
         starts = start_params(ctx, m)
         finals = []
         for i in range(m):

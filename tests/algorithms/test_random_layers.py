@@ -154,7 +154,7 @@ def test_a_clients_masks_do_not_depend_on_the_others_selected():
     state = algorithm.init_state(model.flat_parameters())
     cpu = torch.device("cpu")
 
-    def train(kind, rows: list[int], ids: list[int], steps=None, r: int = 3) -> torch.Tensor:
+    def train(kind, rows: list[int], ids: list[int] | None, steps=None, r: int = 3) -> torch.Tensor:
         draws = ClientDraws(7, cpu)
         if kind == "vectorised":  # client by client, each its own generator
             executor = VectorisedExecutor(
@@ -163,8 +163,9 @@ def test_a_clients_masks_do_not_depend_on_the_others_selected():
         else:
             executor = SequentialExecutor(model.loss, x, y, cpu, draws=draws)
         steps = torch.full((len(rows),), 3) if steps is None else torch.tensor(steps)
-        setup = RoundSetup(0.1, steps, r, client_ids=torch.tensor(ids))
-        ctx = algorithm.context(state, torch.tensor(ids), {}, setup)
+        known = torch.arange(len(rows)) if ids is None else torch.tensor(ids)
+        setup = RoundSetup(0.1, steps, r, client_ids=None if ids is None else known)
+        ctx = algorithm.context(state, known, {}, setup)
         return executor.train(algorithm, ctx, setup, batches[rows])
 
     for kind in ("vectorised", "sequential"):
@@ -175,6 +176,10 @@ def test_a_clients_masks_do_not_depend_on_the_others_selected():
         assert not torch.equal(train(kind, [2], [7], r=4)[0], alone[0])
         assert not torch.equal(train(kind, [2], [8])[0], alone[0])
     assert torch.equal(together, train("vectorised", [0, 1, 2, 3], [2, 5, 7, 9]))
+    # clients not named: numbered 0..m-1 by either executor
+    unnamed = [train(kind, [0, 1, 2], None) for kind in ("vectorised", "sequential")]
+    assert torch.equal(unnamed[0], unnamed[1])
+    assert torch.equal(unnamed[0], train("sequential", [0, 1, 2], [0, 1, 2]))
     # unequal local steps: the vectorised executor's masked steps round differently
     # (addcmul), as for any model: equal to float rounding, the same masks
     unequal = [
