@@ -3,7 +3,7 @@
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -58,17 +58,14 @@ def output_folder(text: str) -> Path:
     return Path(text)
 
 
-# what the command's plug-in options allow, for as long as the command runs (invoke)
-_GRANTS = ExitStack()
-
-
 def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code: bool) -> None:
     """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
-    allow, for the rest of the command (fedjoule/plugins.py)."""
-    from fedjoule.plugins import allow_plugins
+    allow, for the rest of the command (fedjoule/plugins.py); each command that reads a
+    scenario sets it anew, and `invoke` undoes it after the command."""
+    from fedjoule.plugins import grant
 
     names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
-    _GRANTS.enter_context(allow_plugins(names, paths or [], run_code))
+    grant(names, paths or [], run_code)
 
 
 def internal_error(exc: Exception) -> int:
@@ -1075,19 +1072,33 @@ def validate(
             help="Import the scenario's plug-ins to check them (default: their specs only).",
         ),
     ] = False,
+    no_train: Annotated[
+        bool,
+        typer.Option("--no-train", help="Check as `run --no-train` does (no data, no model)."),
+    ] = False,
+    data_dir: DataDirOption = None,
 ) -> None:
-    """Check a scenario file; print what is wrong, or with --show the resolved scenario as
-    YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
+    """Check a scenario file as `run` does before it makes its folder (the data, the model,
+    trace files, the network), short of training; print what is wrong, or with --show the
+    resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
     from fedjoule.scenarios.loading import load_scenario, scenario_yaml
+    from fedjoule.simulator.system_run import choose_engine
+    from fedjoule.simulator.system_world import build_system_world
+    from fedjoule.simulator.world import build_world
 
     scenario = load_scenario(file, set_ or [])
+    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
+    unchecked = "custom" in named and not import_plugins
+    if no_train:  # what `run --no-train` checks before it makes its folder
+        choose_engine(scenario, "auto")
+        build_system_world(scenario)
+    elif not unchecked:  # what `run` checks: the data, the model, the world
+        build_world(scenario, data_dir=data_dir, device="cpu")
     print_warnings(scenario)
     if show:  # stdout holds only the YAML, unwrapped
         sys.stdout.write(scenario_yaml(scenario))
         sys.stdout.flush()
-    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
-    unchecked = "custom" in named and not import_plugins
     note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
     (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
 
@@ -1134,9 +1145,18 @@ def main() -> None:
 def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
+    from fedjoule.plugins import grant, revoke
+
+    before = grant()  # the defaults; what the command's options allow is undone after it
     try:
-        with _GRANTS:
-            code = app(args, standalone_mode=False)
+        return _invoke(args)
+    finally:
+        revoke(before)
+
+
+def _invoke(args: list[str] | None) -> int:
+    try:
+        code = app(args, standalone_mode=False)
     except click_classes("ClickException") as exc:  # usage: unknown option, bad value, ...
         return usage_error(exc)
     except click_classes("Abort") as exc:  # older click: Ctrl-C outside a command's run

@@ -119,21 +119,31 @@ def allowance() -> Allowance:
     return _ALLOWED.get() or Allowance()
 
 
+def grant(modules: Iterable[str] = (), paths: Iterable[str | Path] = (), run_code: bool = True):
+    """From here on in this context (a command's run), scenarios read from files may name
+    module plug-ins of the `modules` packages and plug-in files inside `paths` (beside
+    their own folder); `run_code` False: plug-in specs are checked without importing them.
+    Returns the token that undoes it (ContextVar.reset)."""
+    modules = list(modules)
+    for name in modules:
+        if not isinstance(name, str) or not _MODULE_PATH.match(name) or "." in name:
+            raise PluginError(f"allowed module plug-ins: {name!r} is not a top-level package name")
+    return _ALLOWED.set(
+        Allowance(tuple(modules), tuple(str(Path(p).resolve()) for p in paths), run_code)
+    )
+
+
+def revoke(token) -> None:
+    """Undo a `grant` (its token)."""
+    _ALLOWED.reset(token)
+
+
 @contextmanager
 def allow_plugins(
     modules: Iterable[str] = (), paths: Iterable[str | Path] = (), run_code: bool = True
 ) -> Iterator[None]:
-    """Within this block, scenarios read from files may name module plug-ins of the
-    `modules` packages and plug-in files inside `paths` (beside their own folder);
-    `run_code` False: plug-in specs are checked without importing them."""
-    for name in modules:
-        if not isinstance(name, str) or not _MODULE_PATH.match(name) or "." in name:
-            raise PluginError(
-                f"allowed module plug-ins: {name!r} is not a top-level package name"
-            )
-    token = _ALLOWED.set(
-        Allowance(tuple(modules), tuple(str(Path(p).resolve()) for p in paths), run_code)
-    )
+    """`grant` within this block."""
+    token = grant(modules, paths, run_code)
     try:
         yield
     finally:
