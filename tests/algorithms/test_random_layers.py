@@ -222,6 +222,10 @@ def test_a_model_that_cannot_run_is_refused_before_the_folder_exists(
     err = capsys.readouterr().err
     assert all(w in err for w in words), err
     assert "internal error" not in err and not out.exists()
+    # validate, importing the plug-in, checks as run does
+    assert invoke(["validate", scenario_file(tmp_path, factory), "--import-plugins"]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
 
 
 def test_the_refused_vmap_model_runs_sequentially(tmp_path):
