@@ -8,10 +8,13 @@ import pytest
 import torch
 
 from fedjoule.errors import FedjouleError
+from fedjoule.report.results import read_rounds
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.protocols import buffered_step, mixed, staleness_weight
+from fedjoule.simulator.run import run_scenario
 from fedjoule.simulator.world import build_world
+from tests.simulator.killing import compare
 
 M, STEPS, BATCH, SNR_DB, UP_HZ, DOWN_HZ = 4, 4, 10, 10.0, 1e6, 20e6
 FIXED = [
@@ -163,3 +166,46 @@ def test_protocols_refuse_what_they_cannot_run():
         load_scenario("default", ["protocol.kind=buffered", "protocol.concurrency=1000"])
     with pytest.raises(FedjouleError, match="round.overcommit applies to sync"):
         load_scenario("default", ["protocol.kind=async", "round.overcommit=1.3"])
+
+
+RESUMED = {
+    "async": ["protocol.kind=async", "protocol.concurrency=6"],
+    "buffered": ["protocol.kind=buffered", "protocol.concurrency=8", "protocol.buffer_size=3"],
+    "hierarchical": [
+        "protocol.kind=hierarchical",
+        "topology.layout=hexagonal",
+        "topology.cells=3",
+        "topology.backhaul_capacity_bps=1e8",
+        "topology.backhaul_latency_s=0.01",
+        "protocol.backhaul_energy_j_per_bit=1e-8",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["async", "buffered", pytest.param("hierarchical", marks=pytest.mark.slow)],
+)
+def test_interrupted_protocol_runs_resume_to_identical_files(tmp_path, kind):
+    """Stopped after a version with clients in flight and a half-full buffer, then
+    resumed (a replay of the timeline to the saved version): the same files as one run."""
+    sets = [
+        "population.size=20",
+        "training.rounds=9",
+        "training.local_steps=5",
+        "output.events=true",
+        "training.eval_every=4",
+        *RESUMED[kind],
+    ]
+    reference, _ = run_scenario(load_scenario("default", sets), tmp_path / "ref", device="cpu")
+    out = tmp_path / "cut"
+    run_scenario(load_scenario("default", sets), out, device="cpu", stop_after=3)
+    run_scenario(None, out, device="cpu", resume=True, stop_after=6)
+    run_scenario(None, out, device="cpu", resume=True)
+    assert compare(reference, out) == []
+    rows = read_rounds(out / "rounds.csv")
+    assert [r["round"] for r in rows] == list(range(9))
+    if kind != "hierarchical":
+        assert max(r["staleness_max"] for r in rows) > 0
+    else:
+        assert sum(r["energy_backhaul_j"] for r in rows) > 0
