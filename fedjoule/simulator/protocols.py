@@ -87,7 +87,7 @@ def make(sim):
         return None
     if kind == "hierarchical":
         return Hierarchical(sim)
-    if sim.buffers.numel():
+    if getattr(sim, "buffers", None) is not None and sim.buffers.numel():
         raise FedjouleError(
             f"protocol.kind={kind} does not run models with running statistics (batch norm) "
             "yet; use protocol.kind=sync or hierarchical, or a model without batch norm"
@@ -125,6 +125,7 @@ class Counts:
 
     def __init__(self, sim) -> None:
         self.sim = sim
+        self.learning = "w" in sim.state  # False: the SimPy system engine (no training)
         self.counts = {
             "updates_total": 0,
             "staleness_sum": 0.0,
@@ -299,7 +300,7 @@ class Streaming(Counts):
             chosen = np.sort(gen.choice(candidates, min(free, len(candidates)), replace=False))
             self.group += 1
             lr = sim_round_lr(scenario.training, self.version)
-            if not replaying:
+            if self.learning and not replaying:
                 _, _, freeloaders, _, result = sim.train_selected(sim.state, chosen, g, lr)
                 trained = torch.tensor([True] * len(chosen)) & ~freeloaders
                 keep_client_state(sim.store, result, trained)
@@ -308,8 +309,8 @@ class Streaming(Counts):
             load = np.bincount(
                 serving_cells(sim.world)[np.concatenate([busy, chosen])], minlength=n_cells
             )
-            deadline_s = env.now + scenario.round.deadline_s if scenario.round.deadline_s else (
-                math.inf
+            deadline_s = (
+                env.now + scenario.round.deadline_s if scenario.round.deadline_s else (math.inf)
             )
             records, processes = start_clients(
                 env, sim, g, env.now, chosen, media, load, deadline_s,
@@ -318,7 +319,7 @@ class Streaming(Counts):
             for i, (rec, process) in enumerate(zip(records, processes, strict=True)):
                 key = f"{g}:{int(chosen[i])}"
                 in_flight[key] = (rec, self.version)
-                if replaying:
+                if replaying or not self.learning:
                     self.trained[key] = None
                 elif self.kind == "async":
                     self.trained[key] = models[i].detach().clone()
@@ -404,7 +405,7 @@ class Streaming(Counts):
                 staleness_of[id(rec)] = t
                 if self.kind == "async":
                     aggregated.append(t)
-                    if not replaying:
+                    if self.learning and not replaying:
                         alpha = self.mixing * self.s(t)
                         self.apply(mixed(sim.state["w"], upload, alpha))
                     if not close(failed=False) or stop():
@@ -414,7 +415,7 @@ class Streaming(Counts):
                     self.buffer_deltas.append(upload)
                     aggregated.append(t)
                     if len(self.buffer) >= self.buffer_size:
-                        if not replaying:
+                        if self.learning and not replaying:
                             ids = torch.as_tensor([k for _, k, _ in self.buffer])
                             weights = torch.as_tensor([s for *_, s in self.buffer])
                             step = buffered_step(
@@ -485,7 +486,7 @@ class Hierarchical(Counts):
         results = [edge.value for edge in edges]
         records = [rec for result in results for rec in result["records"]]
         failed = not any(result["aggregated"] for result in results)
-        if not failed:
+        if not failed and self.learning:
             previous = sim.state["w"]
             weights = torch.as_tensor([result["samples"] for result in results])
             sim.state = mean_state([result["state"] for result in results], weights)
@@ -521,7 +522,7 @@ class Hierarchical(Counts):
         down_s = world.topology.backhaul_delay_s(anchor, world.downlink_bits)
         if down_s > 0:
             yield env.timeout(down_s)
-        state, buffers = sim.state, sim.buffers
+        state, buffers = sim.state, getattr(sim, "buffers", None)
         records, aggregated = [], 0
         key = (c,) if world.topology.n_cells > 1 else ()
         for j in range(self.edge_rounds):
@@ -531,29 +532,33 @@ class Hierarchical(Counts):
             if len(selected) == 0:
                 yield env.timeout(scenario.round.idle_wait_s)
                 continue
-            ids, _, freeloaders, start, result = sim.train_selected(state, selected, q, lr)
+            if self.learning:
+                ids, _, freeloaders, start, result = sim.train_selected(state, selected, q, lr)
             keep = arrivals_kept(scenario, len(selected))
             recs = yield from play_clients(
                 env, sim, q, env.now, selected, keep, sim.training_costs, backhaul=False
             )
-            arrived = torch.tensor([rec.outcome == "arrived" for rec in recs])
-            trained = torch.tensor([rec.trained for rec in recs]) & ~freeloaders
-            keep_client_state(sim.store, result, trained)
-            if sim.client_buffers is not None:
-                sim.client_buffers[ids[trained]] = result.buffers[trained.to(start.device)]
-            if int(arrived.sum()) >= scenario.round.min_clients:
-                state = aggregate_arrived(world.algorithm, state, result, arrived)
-                buffers = aggregate_buffers(
-                    buffers, result, arrived, world.algorithm.client_samples
-                )
-                aggregated += 1
             records += recs
+            arrived = torch.tensor([rec.outcome == "arrived" for rec in recs])
+            enough = int(arrived.sum()) >= scenario.round.min_clients
+            aggregated += enough
+            if self.learning:
+                trained = torch.tensor([rec.trained for rec in recs]) & ~freeloaders
+                keep_client_state(sim.store, result, trained)
+                if sim.client_buffers is not None:
+                    sim.client_buffers[ids[trained]] = result.buffers[trained.to(start.device)]
+                if enough:
+                    state = aggregate_arrived(world.algorithm, state, result, arrived)
+                    samples = world.algorithm.client_samples
+                    buffers = aggregate_buffers(buffers, result, arrived, samples)
             if scenario.round.server_time_s:
                 yield env.timeout(scenario.round.server_time_s)
         up_s = world.topology.backhaul_delay_s(anchor, world.uplink_bits)
         if up_s > 0:
             yield env.timeout(up_s)
-        samples = float(world.algorithm.client_samples[torch.as_tensor(members)].sum())
+        samples = 0.0
+        if self.learning:
+            samples = float(world.algorithm.client_samples[torch.as_tensor(members)].sum())
         return {
             "state": state,
             "buffers": buffers,

@@ -209,3 +209,40 @@ def test_interrupted_protocol_runs_resume_to_identical_files(tmp_path, kind):
         assert max(r["staleness_max"] for r in rows) > 0
     else:
         assert sum(r["energy_backhaul_j"] for r in rows) > 0
+
+
+@pytest.mark.parametrize("kind", sorted(RESUMED))
+def test_the_system_engine_plays_each_protocol_as_the_learning_run_does(kind):
+    """--no-train: the numpy engine refuses a protocol and auto falls back to SimPy, whose
+    timeline and energy equal the learning run's (they do not depend on the models)."""
+    from fedjoule.simulator.system_run import choose_engine
+    from fedjoule.simulator.system_simpy import SimpySystemSimulation
+    from fedjoule.simulator.system_world import build_system_world
+
+    sets = ["population.size=12", "training.rounds=6", "training.local_steps=2", *RESUMED[kind]]
+    scenario = load_scenario("default", sets)
+    with pytest.raises(FedjouleError, match=f"protocol.kind={kind}"):
+        choose_engine(scenario, "numpy")
+    assert choose_engine(scenario, "auto")[0] == "simpy"
+    learnt, system = [], []
+    Simulation(build_world(scenario, device="cpu")).run(6, learnt.append)
+    SimpySystemSimulation(build_system_world(scenario)).run(6, system.append)
+    assert len(learnt) == len(system) == 6
+    for name in ("sim_time_end_s", "energy_total_j", "updates", "staleness_max", "dropped"):
+        assert [r[name] for r in learnt] == pytest.approx([r[name] for r in system], rel=1e-12)
+    assert sum(r["updates"] for r in learnt) > 0
+
+
+def test_a_checkpoint_from_before_the_protocol_section_still_resumes(tmp_path):
+    from fedjoule.simulator import checkpoint
+
+    scenario = load_scenario("default", [*FIXED, "training.rounds=2"])
+    run_scenario(scenario, tmp_path, device="cpu", stop_after=1)
+    saved = checkpoint.read_checkpoint(tmp_path / "checkpoint.pt")
+    old = {k: v for k, v in saved["scenario"].items() if k != "protocol"}  # as written before
+    saved.update(scenario=old, scenario_sha256=checkpoint.scenario_sha256(old))
+    path = tmp_path / "checkpoint.pt"
+    checkpoint.check_belongs(saved, path, scenario.model_dump(mode="json"), path)
+    other = load_scenario("default", [*FIXED, "training.rounds=2", "protocol.kind=async"])
+    with pytest.raises(FedjouleError, match="differ in protocol"):
+        checkpoint.check_belongs(saved, path, other.model_dump(mode="json"), path)
