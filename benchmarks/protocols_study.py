@@ -83,6 +83,7 @@ def base(size: int, rounds: int, target: float, m: int, sigma: float) -> list[st
         "topology.backhaul_capacity_bps=1e8",
         "topology.backhaul_latency_s=0.005",
         "availability.kind=always",
+        "round.deadline_s=null",
         "round.min_clients=1",
     ]
 
@@ -184,8 +185,8 @@ def main() -> None:
             values = [r[field] for r in runs if r[field] is not None]
             table[arm][field] = describe(values) if values else None
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    path = save_results("protocols_study", {"settings": settings, "table": table,
-                                             "runs": results})  # fmt: skip
+    name = "protocols_study_small" if args.small else "protocols_study"
+    path = save_results(name, {"settings": settings, "table": table, "runs": results})
     plot(results, DOCS if not args.small else args.out)
     for arm, row in table.items():
         cells = []
