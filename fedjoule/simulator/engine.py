@@ -32,6 +32,7 @@ from fedjoule.algorithms.learning import (
     keep_client_state,
     train_clients,
 )
+from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.errors import FedjouleError
 from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
@@ -65,6 +66,10 @@ class Progress:
     rounds_to_target: int | None = None
     energy_to_target_j: float | None = None
     time_to_target_s: float | None = None
+    # the sum over rounds of the slowest arrived client's computation (rounds.csv
+    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
+    compute_time_s: float = 0.0
+    compute_time_to_target_s: float | None = None
     diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
     diverged_reason: str | None = None
     end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
@@ -189,6 +194,7 @@ class Simulation:
         self.progress = Progress()
         self.last_records: list[ClientRecord] = []
         self.outside_records: list[ClientRecord] = []
+        self.step_gradients: list[int] = []  # this round's gradient evaluations per step
         self.protocol = protocols.make(self)  # None: sync rounds
 
     # ------------------------------------------------------------------ the story of a round
@@ -279,6 +285,7 @@ class Simulation:
             self.fabricate,
             buffers,
         )
+        self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
         return ids, setup, freeloaders, buffers, result
 
     def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:
@@ -321,13 +328,27 @@ class Simulation:
     def training_costs(self, k: int) -> dict:
         """Client k's bits and computation in a training round (freeloaders compute nothing)."""
         world = self.world
-        work = 0 if world.freeloader[k] else int(world.client_steps[k])
+        work = 0 if world.freeloader[k] else self.local_work(k)
         return {
             "down_bits": world.downlink_bits,
             "compute_s": work * float(world.step_time_s[k]),
             "compute_energy_j": work * float(world.step_energy_j[k]),
             "up_bits": world.uplink_bits,
         }
+
+    def local_work(self, k: int) -> float:
+        """Client k's computation this round in plain SGD steps: its steps' counted gradient
+        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
+        steps = int(self.world.client_steps[k])
+        return float(local_work(self.step_gradients, steps, self.world.vector_work))
+
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
+        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
 
     def fabricate(self, start: torch.Tensor) -> torch.Tensor:
         """A freeloader's upload, from the global model it received."""
@@ -417,6 +438,10 @@ class Simulation:
             failed=int(failed),
             downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
             compute_time_s=sum(rec.compute_time_s for rec in spent),
+            max_compute_time_s=max(
+                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
+            ),
+            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
         )
         for name in SUMMED:
             row[name] = float(sum(getattr(rec, name) for rec in spent))
@@ -484,6 +509,7 @@ class Simulation:
         accuracy nor the target, and is the last one played. `evaluate` False: no
         evaluation (a protocol's replay of the timeline, simulator/protocols.py)."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
+        p.compute_time_s += row["max_compute_time_s"]
         diverged = row.get("diverged", 0) == 1
         reached = False
         due = (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged
@@ -504,6 +530,7 @@ class Simulation:
                 reached = reached and p.rounds_to_target is None
                 if reached:
                     p.rounds_to_target = r + 1
+                    p.compute_time_to_target_s = p.compute_time_s
             elif p.diverged_at_round is None:
                 p.diverged_at_round = r
                 p.diverged_reason = divergence_reason(training, r, row["lr"], cause)
@@ -630,6 +657,7 @@ class Simulation:
             "rounds_to_target": p.rounds_to_target,
             "energy_to_target_j": p.energy_to_target_j,
             "time_to_target_s": p.time_to_target_s,
+            "compute_time_to_target_s": p.compute_time_to_target_s,
             "wall_time_s": p.wall_time_s,
             "diverged_at_round": p.diverged_at_round,
             "diverged_reason": p.diverged_reason,

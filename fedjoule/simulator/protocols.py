@@ -179,6 +179,9 @@ class Streaming(Counts):
         self.trained: dict[str, torch.Tensor | None] = {}  # "g:k" -> upload or delta
         self.buffer: list[tuple[str, int, float]] = []  # (key, client, staleness weight)
         self.buffer_deltas: list[torch.Tensor] = []
+        # [dispatch instant, gradient evaluations per step] at each change of the count
+        # (algorithms/work.py): what a replay charges without training
+        self.gradients: list[list] = []
         self.diverged = False  # the last applied model holds NaN/inf
         self.saved: dict | None = None  # a checkpoint's learning state, while replaying
 
@@ -195,6 +198,7 @@ class Streaming(Counts):
             "trained": dict(self.trained),
             "buffer": [list(entry) for entry in self.buffer],
             "buffer_deltas": list(self.buffer_deltas),
+            "gradients": [[g, list(per_step)] for g, per_step in self.gradients],
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -261,6 +265,7 @@ class Streaming(Counts):
         self.counts = dict(protocol["counts"])
         self.buffer = [(key, int(k), float(s)) for key, k, s in protocol["buffer"]]
         self.buffer_deltas = list(protocol["buffer_deltas"])
+        self.gradients = [[int(g), [int(n) for n in p]] for g, p in protocol["gradients"]]
         self.saved = None
 
     def server(self, env, last_round: int, on_round, replay_to: int, learning):
@@ -300,8 +305,14 @@ class Streaming(Counts):
             chosen = np.sort(gen.choice(candidates, min(free, len(candidates)), replace=False))
             self.group += 1
             lr = sim_round_lr(scenario.training, self.version)
+            if replaying:  # the count the run had at this dispatch (training_costs)
+                counted = [entry for entry in learning["protocol"]["gradients"] if entry[0] <= g]
+                sim.step_gradients = list(counted[-1][1]) if counted else []
             if self.learning and not replaying:
                 _, _, freeloaders, _, result = sim.train_selected(sim.state, chosen, g, lr)
+                per_step = [int(n) for n in sim.step_gradients]
+                if not self.gradients or self.gradients[-1][1] != per_step:
+                    self.gradients.append([g, per_step])
                 trained = torch.tensor([True] * len(chosen)) & ~freeloaders
                 keep_client_state(sim.store, result, trained)
                 models = result.uploads["model"]

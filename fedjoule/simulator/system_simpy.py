@@ -7,7 +7,7 @@ import simpy
 from fedjoule.simulator import protocols
 from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
 from fedjoule.simulator.radio_states import RadioBank
-from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import play_clients
 
 
@@ -28,6 +28,12 @@ class SimpySystemSimulation(Simulation):
         self.last_records = []
         self.outside_records = []
         self.protocol = protocols.make(self)  # async, buffered, hierarchical: no training
+
+    @property
+    def step_gradients(self) -> list[int]:
+        """The round's gradient evaluations per local step: the world's dry count (round 0's,
+        then the last counted round's; algorithms/work.py)."""
+        return gradients_of_round(self.world, self.progress.next_round)
 
     def play_round(self, env: simpy.Environment, r: int):
         if self.protocol is not None:  # hierarchical: a cloud round
