@@ -895,7 +895,8 @@ def capacity(
     candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).
 
     search: clients_per_round (the largest m meeting the limits), uplink_bandwidth_hz (the
-    smallest B, to 0.1 %) or none (the scenario's own figures). deadline_s: round time
+    smallest B, to 0.1 %), concurrency (the largest protocol.concurrency, for protocol.kind
+    async or buffered; docs/protocols.md) or none (the scenario's own figures). deadline_s: round time
     limit (default the scenario's round.deadline_s); energy_budget_j: per-device energy
     limit per round; rounds: system-only rounds simulated per candidate (None: enough for
     20 observations above the quantile); quantile: judge the time and device energy at
