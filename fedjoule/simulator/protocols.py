@@ -202,8 +202,10 @@ class Streaming(Counts):
         }
 
     def load_state_dict(self, saved: dict) -> None:
-        """Keep the saved learning state for the replay (run) to take at its version."""
+        """Keep the saved learning state for the replay (run) to take at its version; the
+        counts hold at once (a finished run is not replayed)."""
         self.saved = saved
+        self.counts = dict(saved["counts"])
 
     # -------------------------------------------------------------- the run
     def run(self, last_round: int, on_round) -> None:
@@ -217,6 +219,7 @@ class Streaming(Counts):
         if replay_to:
             learning = self.snapshot_learning()
             self.reset_system()
+            Counts.__init__(self, sim)  # recounted by the replay, then the saved ones
         self.reset()
         env = simpy.Environment()
         done = env.process(self.server(env, last_round, on_round, replay_to, learning))

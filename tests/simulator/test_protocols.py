@@ -203,6 +203,10 @@ def test_interrupted_protocol_runs_resume_to_identical_files(tmp_path, kind):
     run_scenario(None, out, device="cpu", resume=True, stop_after=6)
     run_scenario(None, out, device="cpu", resume=True)
     assert compare(reference, out) == []
+    # killed after its last checkpoint, before summary.json: the resume only writes it
+    (out / "summary.json").unlink()
+    run_scenario(None, out, device="cpu", resume=True)
+    assert compare(reference, out) == []
     rows = read_rounds(out / "rounds.csv")
     assert [r["round"] for r in rows] == list(range(9))
     if kind != "hierarchical":
