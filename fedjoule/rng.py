@@ -33,6 +33,7 @@ STREAM_IDS = {
     "overcommit": 19,
     "battery": 20,
     "compute_spread": 21,
+    "compression": 22,
 }
 
 

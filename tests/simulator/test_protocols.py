@@ -250,3 +250,8 @@ def test_a_checkpoint_from_before_the_protocol_section_still_resumes(tmp_path):
     other = load_scenario("default", [*FIXED, "training.rounds=2", "protocol.kind=async"])
     with pytest.raises(FedjouleError, match="differ in protocol"):
         checkpoint.check_belongs(saved, path, other.model_dump(mode="json"), path)
+
+
+def test_compression_is_refused_outside_sync_rounds():
+    with pytest.raises(FedjouleError, match="not combined with protocol.kind=async"):
+        load_scenario("default", ["protocol.kind=async", "compression.uplink.kind=topk"])
