@@ -69,7 +69,9 @@ def _field_paths() -> list[tuple]:
 FIELDS = _field_paths()
 
 scalars = st.one_of(
-    st.sampled_from(HOSTILE),
+    # a copy: the lists and mappings of HOSTILE must not be shared by the documents that
+    # later mutations write into (a shared one could end up inside itself)
+    st.sampled_from(HOSTILE).map(copy.deepcopy),
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.text(max_size=12),
