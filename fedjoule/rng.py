@@ -33,6 +33,8 @@ STREAM_IDS = {
     "overcommit": 19,
     "battery": 20,
     "compute_spread": 21,
+    "interference": 22,
+    "link_trace": 23,
 }
 
 

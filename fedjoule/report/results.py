@@ -131,9 +131,13 @@ def read_rounds(path: Path, missing=math.nan) -> list[dict]:
 def write_clients(path: Path, rows: list[dict]) -> None:
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(CLIENT_COLUMNS)
+    columns = list(CLIENT_COLUMNS)
+    if rows and "mean_uplink_sinr_db" in rows[0]:  # channel.interference=cochannel
+        at = columns.index("mean_uplink_snr_db") + 1
+        columns[at:at] = ["mean_uplink_sinr_db", "p5_uplink_sinr_db"]
+    writer.writerow(columns)
     for row in rows:
-        writer.writerow([cell(row[c]) for c in CLIENT_COLUMNS])
+        writer.writerow([cell(row[c]) for c in columns])
     write_text_atomically(path, text.getvalue())
 
 

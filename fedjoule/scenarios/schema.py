@@ -920,6 +920,17 @@ class ChannelSection(Section):
     header_bits: Int = Field(
         1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
     )
+    interference: Literal["none", "cochannel"] = Field(
+        "none",
+        description="Inter-cell interference (docs/models.md#interference). none: every cell "
+        "is alone (SNR). cochannel: each transmission's rate follows its SINR, p g / (N0 b + "
+        "(b/B) sum p_j G_j) over the transmissions active at that instant in the other cells "
+        "of its frequency group (topology.reuse_factor), each with its own path loss, "
+        "shadowing and fading to this base station, recomputed whenever one starts or ends; "
+        "the broadcast likewise sees the co-channel base stations broadcasting. rate=fixed: "
+        "an attempt fails when its SINR falls below 2^r - 1 at any instant of it (the "
+        "minimum over the attempt). Needs geometry (snr_db unset).",
+    )
 
     cross_checks = (_radius, _rate)
 
@@ -1129,6 +1140,13 @@ class TopologySection(Section):
         0.0,
         description="Latency of each backhaul link (s, 0 to 1e9; one value or one per cell).",
     )
+    reuse_factor: Literal[1, 3, 4, 7] = Field(
+        1,
+        description="Frequency reuse (cluster size N: 1, 3, 4 or 7): the cells get N "
+        "frequency groups in the hexagonal layout's usual pattern (docs/models.md#"
+        "interference); only cells of one group interfere (channel.interference=cochannel). "
+        "Above 1 it needs layout hexagonal.",
+    )
 
     cross_checks = (_positions, _per_cell_lengths, _share_sum)
 
@@ -1185,6 +1203,22 @@ def _min_clients(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _interference(v) -> Iterator[tuple[str, str]]:
+    channel, topology = v.channel, v.topology
+    if topology.reuse_factor != 1 and topology.layout != "hexagonal":
+        yield (
+            "topology.reuse_factor",
+            f"topology.reuse_factor={topology.reuse_factor} needs layout hexagonal (the "
+            f"reuse pattern is the hexagonal one), got layout {topology.layout}",
+        )
+    if channel.interference == "cochannel" and channel.snr_db is not None:
+        yield (
+            "channel.interference",
+            "channel.interference=cochannel needs geometry (the gains to the other cells); "
+            f"unset channel.snr_db (got {channel.snr_db:g})",
+        )
+
+
 class Scenario(Section):
     """A whole scenario: what is simulated and learnt, from one seed."""
 
@@ -1215,4 +1249,4 @@ class Scenario(Section):
     energy: EnergySection = Field(default_factory=EnergySection)
     output: OutputSection = Field(default_factory=OutputSection)
 
-    cross_checks = (_clients_per_round, _min_clients)
+    cross_checks = (_clients_per_round, _min_clients, _interference)

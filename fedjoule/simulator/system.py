@@ -39,6 +39,11 @@ def unsupported(scenario) -> list[str]:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:
         reasons.append("output.timeline_rounds (round timelines need every client's spans)")
+    if getattr(scenario.channel, "interference", "none") == "cochannel":
+        reasons.append(
+            "channel.interference=cochannel (each rate follows the other cells' transmissions "
+            "instant by instant: the SimPy engine's event-driven media)"
+        )
     return reasons + numpy_radio_reasons(scenario)
 
 

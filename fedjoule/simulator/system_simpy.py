@@ -26,6 +26,7 @@ class SimpySystemSimulation(Simulation):
         self.progress = Progress()
         self.last_records = []
         self.outside_records = []
+        self.sinr_db = {}  # channel.interference=cochannel: each client's upload SINRs (dB)
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario

@@ -15,9 +15,11 @@ import simpy
 from fedjoule import rng
 from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.fading import fading_power
+from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, reuse_groups
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
+from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.battery import budget_j
 from fedjoule.devices.radio import receive_power_w
 from fedjoule.simulator.client import (
@@ -148,12 +150,17 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
         else np.zeros(pop.size, dtype=int)
     )
     load = np.bincount(serving[selected], minlength=world.topology.n_cells)
-    media = {
-        int(c): make_medium(
-            env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
-        )
-        for c in np.flatnonzero(load)
-    }
+    cochannel = getattr(channel, "interference", "none") == "cochannel"
+    if cochannel:
+        up_net, down_net = cochannel_networks(env, scenario, world.cell, selected, r)
+        media = {int(c): up_net.medium(c) for c in np.flatnonzero(load)}
+    else:
+        media = {
+            int(c): make_medium(
+                env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
+            )
+            for c in np.flatnonzero(load)
+        }
     deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
     records, processes = [], []
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
@@ -192,6 +199,12 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             cell=c,
             radio=radio,
         )
+        if cochannel:
+            plan.downlink_medium, plan.downlink_link = down_net.medium(c), downlink
+            if channel.rate == "fixed":  # the SINR decides, at its minimum over the attempt
+                plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
+                plan.fail_band_hz = nominal_bandwidth_hz(channel, int(load[c]))
+                plan.attempt_fails = [False] * (1 + channel.max_retx)
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
         guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
@@ -216,6 +229,48 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
         for rec in arrived[keep:]:
             rec.outcome = "overcommit"
     return records
+
+
+def cochannel_networks(env: simpy.Environment, scenario, cell, selected, r: int):
+    """Uplink and downlink `CochannelNetwork`s of round r (channel.interference=cochannel).
+
+    The selected clients' links to the other base stations: large-scale gain (path loss x
+    shadowing, drawn once) x a fading draw of the round per client and station (stream
+    ("interference", r): uplink then downlink, (selected, cells) each)."""
+    channel, topology = scenario.channel, scenario.topology
+    n_cells = cell.gains_all.shape[1]
+    groups = reuse_groups(n_cells, topology.reuse_factor, topology.layout)
+    same = cochannel_matrix(groups)
+    gen = rng.stream(scenario.seed, "interference", r)
+    m = len(selected)
+    kind, k_factor = channel.fading, channel.rician_k
+    up_fade = fading_power(gen, kind, m * n_cells, k_factor=k_factor).reshape(m, n_cells)
+    down_fade = fading_power(gen, kind, m * n_cells, k_factor=k_factor).reshape(m, n_cells)
+    row = {int(k): i for i, k in enumerate(selected)}
+
+    def up_gain(k: int, c: int) -> float:
+        return float(cell.gains_all[k, c] * up_fade[row[k], c])
+
+    def down_gain(k: int, c: int) -> float:
+        return float(cell.gains_all[k, c] * down_fade[row[k], c])
+
+    up = CochannelNetwork(
+        env,
+        channel.uplink_bandwidth_hz,
+        same,
+        up_gain,
+        channel.access,
+        channel.resource_blocks,
+    )
+    down = CochannelNetwork(
+        env,
+        channel.downlink_bandwidth_hz,
+        same,
+        down_gain,
+        "broadcast",
+        bs_power_w=float(dbm_to_w(channel.bs_tx_power_dbm)),
+    )
+    return up, down
 
 
 def overcommit_count(clients_per_round: int, factor: float) -> int:
