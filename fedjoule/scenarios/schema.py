@@ -760,6 +760,66 @@ class PopulationSection(Section):
     cross_checks = (_shares, _unique_names)
 
 
+class LinkTrace(Section):
+    """A measured throughput series one link direction follows (docs/models.md#link-traces)."""
+
+    file: str = Field(
+        ...,
+        min_length=1,
+        max_length=4096,
+        description="CSV file of the series: a path relative to the working directory, or "
+        "package:NAME for a trace shipped with fedjoule (package:walking-5gophers.csv: the "
+        "5Gophers 1.0 walking trace, CC BY 4.0, Narayanan et al., WWW 2020).",
+    )
+    column: str = Field(..., min_length=1, max_length=200, description="The rate column.")
+    time_column: str | None = Field(
+        None,
+        max_length=200,
+        description="Column of sample times (s, increasing); none: one sample per second.",
+    )
+    unit: Literal["bit/s", "kbit/s", "Mbit/s"] = Field(
+        "Mbit/s", description="Unit of the rate column."
+    )
+    scale: float = Field(
+        1.0, gt=0, le=1e6, description="Factor on every rate (e.g. 0.1: a tenth of it)."
+    )
+    per_client_offset: Literal["random", "zero"] = Field(
+        "random",
+        description="Where each client starts reading the series: random (uniform over its "
+        "duration, from the seed, so clients do not move in lockstep) or zero.",
+    )
+    loop: bool = Field(
+        True, description="Repeat the series (true); false: the last rate holds for ever."
+    )
+
+
+class LinkTraces(Section):
+    """Trace-driven links: either direction may follow a measured series (the other the
+    channel model)."""
+
+    uplink: LinkTrace | None = Field(
+        None,
+        description="The uplink's series (5Gophers' are downlink measurements: replaying "
+        "them on the uplink is an assumption to state).",
+    )
+    downlink: LinkTrace | None = Field(None, description="The broadcast's series.")
+
+    @model_validator(mode="after")
+    def _readable(self):
+        """Read each series now, so that `fedjoule validate` names a bad file's first bad
+        row."""
+        from fedjoule.channel.trace import load_section
+        from fedjoule.errors import FedjouleError
+
+        for side in ("uplink", "downlink"):
+            if getattr(self, side) is not None:
+                try:
+                    load_section(getattr(self, side), f"channel.trace.{side}")
+                except FedjouleError as exc:
+                    raise ValueError(str(exc)) from None
+        return self
+
+
 def _radius(v) -> Iterator[tuple[str, str]]:
     if v.min_distance_m >= v.cell_radius_m:
         yield (
@@ -919,6 +979,15 @@ class ChannelSection(Section):
     )
     header_bits: Int = Field(
         1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
+    )
+    trace: LinkTraces | None = Field(
+        None,
+        description="Trace-driven links (docs/models.md#link-traces): a client's rate follows "
+        "a measured throughput series over simulated time instead of Shannon (piecewise "
+        "constant; each client from its own offset); airtime: when the rate's integral "
+        "reaches the bits; the radio's power models apply as always. A traced uplink is the "
+        "client's own measured throughput (the cell's sharing, access, is already in it); "
+        "it needs rate=adaptive and interference=none.",
     )
     interference: Literal["none", "cochannel"] = Field(
         "none",
@@ -1205,6 +1274,17 @@ def _min_clients(v) -> Iterator[tuple[str, str]]:
 
 def _interference(v) -> Iterator[tuple[str, str]]:
     channel, topology = v.channel, v.topology
+    if channel.trace is not None and channel.interference == "cochannel":
+        yield (
+            "channel.trace",
+            "channel.trace and channel.interference=cochannel do not go together (a measured "
+            "rate has no SINR to lower); use one of them",
+        )
+    if channel.trace is not None and channel.trace.uplink and channel.rate == "fixed":
+        yield (
+            "channel.trace",
+            "channel.trace.uplink needs channel.rate=adaptive (the trace sets the rate)",
+        )
     if topology.reuse_factor != 1 and topology.layout != "hexagonal":
         yield (
             "topology.reuse_factor",

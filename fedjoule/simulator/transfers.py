@@ -6,6 +6,7 @@ pool), the stops (deadline, going offline, battery at its threshold, over-commit
 reached), and runs them until every client arrived or was dropped.
 """
 
+import functools
 import math
 from dataclasses import replace
 
@@ -19,6 +20,7 @@ from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, re
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
+from fedjoule.channel.trace import TraceMedium, client_offsets_s, read_trace
 from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.battery import budget_j
 from fedjoule.devices.radio import receive_power_w
@@ -161,6 +163,7 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             )
             for c in np.flatnonzero(load)
         }
+    traced = link_traces(channel) if getattr(channel, "trace", None) is not None else None
     deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
     records, processes = [], []
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
@@ -205,11 +208,20 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
                 plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
                 plan.fail_band_hz = nominal_bandwidth_hz(channel, int(load[c]))
                 plan.attempt_fails = [False] * (1 + channel.max_retx)
+        medium = media[c]
+        if traced is not None:  # the client's own measured series, from its own offset
+            up_trace, down_trace = traced
+            if up_trace is not None:
+                medium = TraceMedium(env, up_trace, trace_offset_s(channel, seed, up_trace, 0, k))
+            if down_trace is not None:
+                plan.downlink_link = downlink
+                offset_s = trace_offset_s(channel, seed, down_trace, 1, k)
+                plan.downlink_medium = TraceMedium(env, down_trace, offset_s)
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
         guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
         states = radios.client(env, k, record) if radios is not None else None
-        process = env.process(client_round(env, plan, media[c], record, guard, states))
+        process = env.process(client_round(env, plan, medium, record, guard, states))
         guard.process = process
         stop_s, cause = min(
             (deadline_s, "deadline"),
@@ -229,6 +241,41 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
         for rec in arrived[keep:]:
             rec.outcome = "overcommit"
     return records
+
+
+@functools.lru_cache(maxsize=8)
+def _read_trace(file, column, time_column, unit, scale, loop, field):
+    return read_trace(file, column, time_column, unit, scale, loop, field)
+
+
+def link_traces(channel) -> tuple:
+    """The (uplink, downlink) ThroughputTraces of channel.trace (None: that side follows
+    the channel model); each file is read once per process."""
+    out = []
+    for side in ("uplink", "downlink"):
+        section = getattr(channel.trace, side)
+        out.append(
+            None
+            if section is None
+            else _read_trace(
+                section.file,
+                section.column,
+                section.time_column,
+                section.unit,
+                section.scale,
+                section.loop,
+                f"channel.trace.{side}",
+            )
+        )
+    return tuple(out)
+
+
+def trace_offset_s(channel, seed: int, trace, direction: int, k: int) -> float:
+    """Client k's offset into a trace (direction 0 uplink, 1 downlink): uniform over the
+    trace's duration from stream ("link_trace", direction, k), or 0 (per_client_offset)."""
+    section = channel.trace.uplink if direction == 0 else channel.trace.downlink
+    gen = rng.stream(seed, "link_trace", direction, k)
+    return float(client_offsets_s(trace, section.per_client_offset, gen, 1)[0])
 
 
 def cochannel_networks(env: simpy.Environment, scenario, cell, selected, r: int):
