@@ -141,9 +141,11 @@ def read_trace(
                 rate = _number(value, where, line, column)
                 if rate < 0:
                     raise FedjouleError(f"{where}, line {line}: {column} {rate:g} is negative")
-                t = _number(row.get(time_column) or "", where, line, time_column) if (
-                    time_column
-                ) else float(len(rates))
+                t = (
+                    _number(row.get(time_column) or "", where, line, time_column)
+                    if (time_column)
+                    else float(len(rates))
+                )
                 times.append(t)
                 rates.append(rate)
                 if len(rates) > _MAX_SAMPLES:

@@ -739,6 +739,39 @@ def _unique_names(v) -> Iterator[tuple[str, str]]:
         yield "device_classes", f"device class names must be unique, repeated: {repeated}"
 
 
+class CapacityTraceSection(Section):
+    """A device-capacity trace in FedScale's format (docs/models.md#fedscale-traces)."""
+
+    file: str = Field(
+        ...,
+        min_length=1,
+        max_length=4096,
+        description="The trace: FedScale's pickle {client_id: {computation: ms per sample, "
+        "communication: kbit/s}} (read without running code), or the same as JSON or CSV "
+        "(`fedjoule traces convert`); a path relative to the working directory, or "
+        "package:NAME for one shipped with fedjoule.",
+    )
+    power_w: float = Field(
+        ...,
+        gt=0,
+        le=1e6,
+        description="Device power while training (W): step energy = this x step time (the "
+        "measured compute kind; FedScale's traces carry no power).",
+    )
+
+    @model_validator(mode="after")
+    def _readable(self):
+        from fedjoule.channel.trace import trace_path
+        from fedjoule.devices.fedscale import check_file
+        from fedjoule.errors import FedjouleError
+
+        try:
+            check_file(trace_path(self.file), "capacity")
+        except FedjouleError as exc:
+            raise ValueError(f"population.capacity_trace.file {exc}") from None
+        return self
+
+
 class PopulationSection(Section):
     """The clients: how many and of which device classes."""
 
@@ -755,6 +788,15 @@ class PopulationSection(Section):
         min_length=1,
         max_length=1_000,
         description="Device classes (1 to 1,000); their shares must sum to 1.",
+    )
+
+    capacity_trace: CapacityTraceSection | None = Field(
+        None,
+        description="A FedScale device-capacity trace: client k takes the trace's k-th "
+        "client (by id, cycling); its step time is FedScale's 3 x batch x ms per sample "
+        "(the measured compute kind, replacing the device class's), its energy power_w x "
+        "that time, and both its links run at its `communication` rate (replacing the "
+        "channel model's rates; the radio's power models apply).",
     )
 
     cross_checks = (_shares, _unique_names)
@@ -1007,6 +1049,21 @@ class ChannelSection(Section):
 def _trace(v) -> Iterator[tuple[str, str]]:
     if v.kind == "trace" and not v.trace_file:
         yield "trace_file", "availability.kind=trace needs availability.trace_file"
+    if v.kind == "trace" and v.trace_file:
+        from fedjoule.channel.trace import trace_path
+        from fedjoule.devices.fedscale import check_file, is_fedscale_file
+        from fedjoule.errors import FedjouleError
+
+        try:
+            path = trace_path(v.trace_file)
+            fedscale = is_fedscale_file(path)
+        except (FedjouleError, OSError, ValueError):
+            fedscale = False
+        if fedscale:  # FedScale's behaviour trace: read it now
+            try:
+                check_file(path, "behaviour")
+            except FedjouleError as exc:
+                yield "trace_file", f"availability.trace_file {exc}"
 
 
 TIME_BOUND = (
@@ -1068,7 +1125,11 @@ class AvailabilitySection(Section):
         None,
         max_length=4096,
         description="Trace: CSV with columns client, start_s, end_s (online intervals, "
-        "simulated s); a path relative to the working directory. Unlisted clients stay offline.",
+        "simulated s); a path relative to the working directory. Unlisted clients stay "
+        "offline. Or a FedScale behaviour trace (pickle, read without running code, JSON, or "
+        "CSV with an `active` column; package:NAME for one shipped with fedjoule): client k "
+        "takes its k-th client (by id, cycling), online from active[i] to inactive[i], "
+        "repeating every finish_time (docs/models.md#fedscale-traces).",
     )
     trace_period_s: float | None = Field(
         None,
@@ -1274,6 +1335,14 @@ def _min_clients(v) -> Iterator[tuple[str, str]]:
 
 def _interference(v) -> Iterator[tuple[str, str]]:
     channel, topology = v.channel, v.topology
+    if v.population.capacity_trace is not None and (
+        channel.trace is not None or channel.interference == "cochannel"
+    ):
+        yield (
+            "population.capacity_trace",
+            "population.capacity_trace sets every link's rate; it does not go with "
+            "channel.trace or channel.interference=cochannel",
+        )
     if channel.trace is not None and channel.interference == "cochannel":
         yield (
             "channel.trace",

@@ -44,6 +44,8 @@ def unsupported(scenario) -> list[str]:
             "channel.interference=cochannel (each rate follows the other cells' transmissions "
             "instant by instant: the SimPy engine's event-driven media)"
         )
+    if getattr(scenario.population, "capacity_trace", None) is not None:
+        reasons.append("population.capacity_trace (each client's links at its trace rate)")
     if getattr(scenario.channel, "trace", None) is not None:
         reasons.append("channel.trace (each client's rate follows its own measured series)")
     return reasons + numpy_radio_reasons(scenario)

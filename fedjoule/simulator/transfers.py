@@ -20,9 +20,10 @@ from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, re
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
-from fedjoule.channel.trace import TraceMedium, client_offsets_s, read_trace
+from fedjoule.channel.trace import ThroughputTrace, TraceMedium, client_offsets_s, read_trace
 from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.battery import budget_j
+from fedjoule.devices.fedscale import load_capacity
 from fedjoule.devices.radio import receive_power_w
 from fedjoule.simulator.client import (
     BatteryGuard,
@@ -164,6 +165,9 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             for c in np.flatnonzero(load)
         }
     traced = link_traces(channel) if getattr(channel, "trace", None) is not None else None
+    capacity = getattr(scenario.population, "capacity_trace", None)
+    if capacity is not None:
+        capacity = load_capacity(capacity.file)
     deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
     records, processes = [], []
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
@@ -217,6 +221,10 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
                 plan.downlink_link = downlink
                 offset_s = trace_offset_s(channel, seed, down_trace, 1, k)
                 plan.downlink_medium = TraceMedium(env, down_trace, offset_s)
+        if capacity is not None:  # FedScale's communication rate, both directions
+            constant = capacity_link(capacity, k)
+            medium = TraceMedium(env, constant, 0.0)
+            plan.downlink_link, plan.downlink_medium = downlink, TraceMedium(env, constant, 0.0)
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
         guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
@@ -268,6 +276,12 @@ def link_traces(channel) -> tuple:
             )
         )
     return tuple(out)
+
+
+def capacity_link(capacity, k: int) -> ThroughputTrace:
+    """Client k's constant link rate from a FedScale capacity trace (entry k mod entries)."""
+    rate = float(capacity.rate_bps[k % len(capacity.rate_bps)])
+    return ThroughputTrace(np.zeros(1), np.array([rate]), 1.0)
 
 
 def trace_offset_s(channel, seed: int, trace, direction: int, k: int) -> float:
