@@ -77,13 +77,16 @@ def read_pickle(path: str | Path):
             "a FedScale trace holds only dicts, lists, numbers and strings, and fedjoule "
             "never loads anything else from a pickle (nothing in it was run)"
         ) from None
-    except OSError as exc:
-        raise FedjouleError(f"{_shown(path)}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:
+        raise FedjouleError(f"{_shown(path)}: {getattr(exc, 'strerror', None) or exc}") from None
     except Exception as exc:  # a truncated or non-pickle file
         raise FedjouleError(
             f"{_shown(path)}: not a readable pickle ({type(exc).__name__})"
         ) from None
-    _check_plain(content, path, "")
+    try:
+        _check_plain(content, path, "")
+    except RecursionError:
+        raise FedjouleError(f"{_shown(path)}: nested too deeply for a FedScale trace") from None
     return content
 
 
@@ -149,7 +152,7 @@ def read_raw(path: str | Path) -> dict:
             content = read_pickle(path)
     except OSError as exc:
         raise FedjouleError(f"{_shown(path)}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, csv.Error) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, csv.Error, ValueError) as exc:
         raise FedjouleError(f"{_shown(path)}: not readable ({str(exc)[:80]})") from None
     if not isinstance(content, dict) or not content:
         raise FedjouleError(
@@ -327,6 +330,6 @@ def is_fedscale_file(path: str) -> bool:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             header = f.readline(10_000)
-    except OSError:
+    except (OSError, ValueError):
         return False
     return "active" in [name.strip() for name in header.split(",")]
