@@ -381,7 +381,8 @@ class Simulation:
         for rec in spent:
             k = rec.client
             if rec.uplink_sinr:  # time-mean SINR of each transmission, in dB
-                self.sinr_db.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
+                log = self.__dict__.setdefault("sinr_db", {})  # (subclasses without it too)
+                log.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
             for name in ENERGY_FIELDS:
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)

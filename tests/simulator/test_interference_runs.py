@@ -79,3 +79,39 @@ def test_numpy_engine_declares_cochannel_unsupported():
     scenario = load_scenario("dense-small-cells", ["channel.interference=cochannel"])
     assert any("cochannel" in reason for reason in unsupported(scenario))
     assert json.dumps(np.zeros(1).tolist())  # (keeps the imports honest)
+
+
+def test_training_run_resumes_to_the_same_sinr_columns(tmp_path):
+    from fedjoule.simulator.run import run_scenario
+
+    s = load_scenario(
+        "dense-small-cells-interference",
+        ["training.rounds=3", "output.timeline_rounds=[]", "population.size=42",
+         "training.clients_per_round=8", "round.min_clients=2", "dataset.synthetic.dim=10",
+         "model.hidden=[8]"],
+    )
+    whole, _ = run_scenario(s, tmp_path / "whole", device="cpu")
+    part = tmp_path / "part"
+    run_scenario(s, part, device="cpu", stop_after=1)
+    run_scenario(None, part, device="cpu", resume=True)
+    a, b = (whole / "clients.csv").read_text(), (part / "clients.csv").read_text()
+    assert a == b
+    assert "p5_uplink_sinr_db" in a.splitlines()[0]
+
+
+def test_capacity_models_interference_on_the_simpy_engine(tmp_path):
+    import fedjoule
+
+    def answer(name, *overrides):
+        small = ["population.size=56", "training.clients_per_round=8", "round.min_clients=2"]
+        s = load_scenario("dense-small-cells", ["output.timeline_rounds=[]", *small, *overrides])
+        return fedjoule.capacity(
+            s, tmp_path / name, search="uplink_bandwidth_hz", rounds=3
+        ).answer
+
+    numpy_none = answer("none")
+    # reuse 7 on 7 cells: no co-channel cell; the SimPy path gives the numpy engine's answer
+    simpy_free = answer("free", "channel.interference=cochannel", "topology.reuse_factor=7")
+    assert simpy_free == pytest.approx(numpy_none, rel=1e-9)
+    # reuse 1: the uploads share their band with the other cells': more bandwidth needed
+    assert answer("shared", "channel.interference=cochannel") > 1.5 * numpy_none
