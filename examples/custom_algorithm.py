@@ -2,10 +2,10 @@
 scenario as `algorithm: {name: custom, class: "fedadam.py:FedAdam", options: {...}}`.
 
 The class subclasses fedjoule.algorithms.base.Algorithm; its config_class (a pydantic
-AlgorithmConfig) checks `options`. The file is found relative to the working folder, so
-run this from examples/:
+AlgorithmConfig) checks `options`. The spec names the file by its full path, so this runs
+from any folder:
 
-    cd examples && python custom_algorithm.py [OUT_FOLDER]
+    python examples/custom_algorithm.py [OUT_FOLDER]
 """
 
 import sys
@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 
 import fedjoule
+
+HERE = Path(__file__).resolve().parent  # this file's folder, wherever it runs from
 
 
 def main() -> None:
@@ -23,7 +25,7 @@ def main() -> None:
             "name": "fedadam",
             "algorithm": {
                 "name": "custom",
-                "class": "fedadam.py:FedAdam",
+                "class": f"{HERE / 'fedadam.py'}:FedAdam",
                 "options": {"server_lr": 0.03, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
             },
             "training.rounds": 5,

@@ -4,10 +4,10 @@
 fedjoule calls the factory as make_data(**options); it returns (x_train, y_train, x_test,
 y_test): float features of shape (n, ...) and int64 class ids 0, 1, ... (numpy arrays or
 torch tensors). fedjoule then splits the training set among the clients as
-`dataset.partition` says. The file is found relative to the working folder, so run this
-from examples/:
+`dataset.partition` says. The spec names the file by its full path, so this runs from
+any folder:
 
-    cd examples && python custom_dataset.py [OUT_FOLDER]
+    python examples/custom_dataset.py [OUT_FOLDER]
 """
 
 import sys
@@ -17,6 +17,8 @@ from pathlib import Path
 import torch
 
 import fedjoule
+
+HERE = Path(__file__).resolve().parent  # this file's folder, wherever it runs from
 
 
 def make_data(
@@ -43,7 +45,7 @@ def main() -> None:
         {
             "name": "custom-dataset",
             "dataset.name": "custom",
-            "dataset.factory": "custom_dataset.py:make_data",
+            "dataset.factory": f"{HERE / 'custom_dataset.py'}:make_data",
             "dataset.options": {"n_train": 2000, "dim": 10, "classes": 4},
             "dataset.partition": "iid",
             "training.rounds": 5,

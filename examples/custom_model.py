@@ -3,9 +3,10 @@
 
 fedjoule calls the factory as make_net(input_shape, n_classes, **options) and trains the
 nn.Module it returns on every client (cross-entropy loss; or return (module, loss_fn)).
-The file is found relative to the working folder, so run this from examples/:
+The spec names the file by its full path, so this runs
+from any folder:
 
-    cd examples && python custom_model.py [OUT_FOLDER]
+    python examples/custom_model.py [OUT_FOLDER]
 """
 
 import math
@@ -16,6 +17,8 @@ from pathlib import Path
 from torch import nn
 
 import fedjoule
+
+HERE = Path(__file__).resolve().parent  # this file's folder, wherever it runs from
 
 
 def make_net(input_shape: tuple[int, ...], n_classes: int, hidden: int = 32) -> nn.Module:
@@ -35,7 +38,7 @@ def main() -> None:
         {
             "name": "custom-model",
             "model.name": "custom",
-            "model.factory": "custom_model.py:make_net",
+            "model.factory": f"{HERE / 'custom_model.py'}:make_net",
             "model.options": {"hidden": 32},
             "training.rounds": 3,
             "training.local_steps": 5,

@@ -374,9 +374,49 @@ def _grid_texts(axes: Mapping[str, Sequence[Any]]) -> list[str]:
 # --------------------------------------------------------------------------- scenarios
 
 
+def _plugins_allowed(function: Callable) -> Callable:
+    """Calls of `function` run with the plug-ins its allow_module_plugins and
+    allow_plugin_paths arguments allow (the command line's --allow-module-plugins and
+    --allow-plugin-path; fedjoule/plugins.py): a scenario read from a file may name
+    module plug-ins of those top-level packages (never the standard library) and plug-in
+    files in those folders besides its own."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from fedjoule.plugins import PluginError, allow_plugins
+
+        given = signature.bind(*args, **kwargs).arguments
+        modules = given.get("allow_module_plugins", ())
+        if isinstance(modules, str):
+            modules = [m.strip() for m in modules.split(",") if m.strip()]
+        paths = given.get("allow_plugin_paths", ())
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        for what, values, kinds in (
+            ("allow_module_plugins", modules, str),
+            ("allow_plugin_paths", paths, (str, os.PathLike)),
+        ):
+            if not isinstance(values, Sequence) or not all(isinstance(v, kinds) for v in values):
+                raise PluginError(
+                    f"{what}={values!r}: expected a list of "
+                    + ("package names" if kinds is str else "folder paths")
+                )
+        with allow_plugins(modules, paths):
+            return function(*args, **kwargs)
+
+    return call
+
+
+@_plugins_allowed
 def load_scenario(
     name_or_path: str | os.PathLike[str] = "default",
     overrides: Mapping[str, Any] | None = None,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> Scenario:
     """A validated Scenario from a built-in name or a YAML file, with `overrides` applied:
     dotted keys to Python values, e.g. {"training.rounds": 5, "model.hidden": [64, 64]}
@@ -387,9 +427,43 @@ def load_scenario(
     `Scenario.model_validate({...})`; its plug-in files are then looked for in the working
     folder. A mistake raises FedjouleError (from load_scenario, listing every problem) or
     pydantic's ValidationError (from Scenario)."""
+    from fedjoule import arguments
     from fedjoule.scenarios.loading import load_scenario as load
 
-    return load(name_or_path, override_texts(overrides))
+    arguments.path("name_or_path", name_or_path, optional=False)
+    arguments.mapping("overrides", overrides)
+    return load(os.fspath(name_or_path), override_texts(overrides))
+
+
+def _check_scenario(scenario: Any, optional: bool = False) -> None:
+    """The `scenario` argument: a Scenario, a built-in name or a YAML file's path."""
+    from fedjoule import arguments
+    from fedjoule.scenarios.schema import Scenario
+
+    if scenario is None and optional:
+        return
+    if not isinstance(scenario, Scenario):
+        arguments.path("scenario", scenario, optional=False)
+
+
+def _check_common(**given: Any) -> None:
+    """The arguments every command shares (fedjoule/arguments.py), by name."""
+    from fedjoule import arguments as a
+
+    checks = {
+        "out": lambda v: a.path("out", v),
+        "overrides": lambda v: a.mapping("overrides", v),
+        "data_dir": lambda v: a.path("data_dir", v),
+        "device": lambda v: a.device("device", v),
+        "quiet": lambda v: a.flag("quiet", v),
+        "backend": lambda v: a.choice("backend", v, ("local", "ray")),
+        "address": lambda v: a.text("address", v, optional=True),
+        "workers": lambda v: a.workers("workers", v),
+        "threads_per_run": lambda v: a.threads("threads_per_run", v, optional=False),
+        "seeds": lambda v: a.seeds("seeds", v),
+    }
+    for name, value in given.items():
+        checks[name](value)
 
 
 def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
@@ -462,6 +536,7 @@ def _say(quiet: bool) -> Callable[[str], None]:
 # --------------------------------------------------------------------------- run
 
 
+@_plugins_allowed
 def run(
     scenario: Scenario | str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -475,6 +550,8 @@ def run(
     threads: int | None = None,
     state_memory_mb: float | None = 2048,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> RunResult:
     """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
     checkpoint in `out` (default runs/<name>-<time>); returns its results.
@@ -497,6 +574,7 @@ def run(
     """
     import torch
 
+    from fedjoule import arguments
     from fedjoule.cli import EXECUTORS
     from fedjoule.errors import FedjouleError, RunDiverged
     from fedjoule.folders import stamped_folder
@@ -505,10 +583,13 @@ def run(
     from fedjoule.simulator.world import pick_device
 
     # everything is checked before anything is created (as `fedjoule run` does)
-    if executor not in EXECUTORS:
-        raise FedjouleError(f"executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if threads is not None and threads < 1:
-        raise FedjouleError(f"threads {threads}: must be at least 1")
+    _check_scenario(scenario, optional=True)
+    _check_common(out=out, overrides=overrides, data_dir=data_dir, device=device, quiet=quiet)
+    arguments.function("on_round", on_round)
+    arguments.choice("executor", executor, EXECUTORS)
+    arguments.flag("resume", resume)
+    arguments.threads("threads", threads)
+    arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
     if resume and out is None:
@@ -596,6 +677,7 @@ def _sweep_options(backend, address, workers, threads_per_run, device, data_dir,
     )
 
 
+@_plugins_allowed
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
     axes: Mapping[str, Sequence[Any]],
@@ -611,6 +693,8 @@ def sweep(
     pareto_accuracy: str = "final_accuracy",
     pareto_to_target: bool = False,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> SweepResult:
     """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
     folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
@@ -626,9 +710,28 @@ def sweep(
     over the costs to the target. A Scenario is written to out/scenario.yaml and read
     from there. Runs that fail raise FedjouleError after the others finished.
     """
+    from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.pareto import Objective
     from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
+
+    _check_scenario(scenario)
+    if axes is None:
+        raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
+    arguments.mapping("axes", axes)
+    _check_common(
+        out=out,
+        overrides=overrides,
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=data_dir,
+        quiet=quiet,
+    )
+    arguments.text("pareto_accuracy", pareto_accuracy)
+    arguments.flag("pareto_to_target", pareto_to_target)
 
     options = _sweep_options(
         backend,
@@ -681,6 +784,7 @@ def _numbers_text(values: Sequence[Any], kind: type, what: str) -> str:
     return ",".join(texts)
 
 
+@_plugins_allowed
 def plan(
     scenario: Scenario | str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -698,7 +802,10 @@ def plan(
     threads_per_run: int = 1,
     device: str = "auto",
     data_dir: str | os.PathLike[str] | None = None,
+    seeds: int | Sequence[int] | None = None,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> PlanResult:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
     (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
@@ -710,9 +817,28 @@ def plan(
     (default the grid's corners); per_cell: a learning run per (K, cell) even where one
     per K prices the grid. backend, address, workers, threads_per_run, device, data_dir:
     as for `sweep`. quiet: False prints the plan's progress messages on stderr.
+    seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
+    per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
     """
+    from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_cells, parse_numbers, run_plan
+
+    _check_scenario(scenario)
+    _check_common(
+        out=out,
+        overrides=overrides,
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=data_dir,
+        quiet=quiet,
+    )
+    arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
+    arguments.flag("per_cell", per_cell)
+    seed_list = arguments.seeds("seeds", seeds)
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(
@@ -730,6 +856,7 @@ def plan(
         plot_cells=plot_cells,
         per_cell=per_cell,
         sweep=_sweep_options(backend, address, workers, threads_per_run, device, data_dir),
+        seeds=seed_list,
     )
     sets = override_texts(overrides)
     folder = Path(out) if out is not None else stamped_folder("plans", _label(scenario))
@@ -747,6 +874,7 @@ def plan(
 # --------------------------------------------------------------------------- capacity
 
 
+@_plugins_allowed
 def capacity(
     scenario: Scenario | str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -760,6 +888,8 @@ def capacity(
     over: str = "clients",
     seeds: int | Sequence[int] | None = None,
     quiet: bool = True,
+    allow_module_plugins: str | Sequence[str] = (),
+    allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> CapacityResult:
     """Capacity planning without training (`fedjoule capacity`): capacity.csv (every
     candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).
@@ -774,25 +904,25 @@ def capacity(
     a count N (seeds 0..N-1) or a list: the answer per seed and its mean and 95 % CI.
     quiet: False prints the figures table.
     """
-    from fedjoule.errors import FedjouleError
+    from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.capacity import plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
     from fedjoule.simulator.system_world import build_system_world
 
-    for name, value, least in (
-        ("deadline_s", deadline_s, 0),
-        ("energy_budget_j", energy_budget_j, 0),
-        ("rounds", rounds, 1),
-    ):
-        if value is not None and not value >= least:
-            raise FedjouleError(f"{name} {value}: must be at least {least}")
+    _check_scenario(scenario, optional=True)
+    _check_common(out=out, overrides=overrides, quiet=quiet)
+    arguments.text("search", search)
+    for name, value in (("deadline_s", deadline_s), ("energy_budget_j", energy_budget_j)):
+        arguments.real(name, value, 0, low_open=True, optional=True)
+    arguments.integer("rounds", rounds, 1, arguments.MAX_ROUNDS, optional=True)
+    arguments.real("quantile", quantile, 0, 1, low_open=True)
+    arguments.text("over", over)
+    seeds = arguments.seeds("seeds", seeds)
     loaded = _scenario(scenario, overrides)
     folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
     check_out_folder(folder)
     world = build_system_world(loaded)
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        seeds = list(range(seeds)) if seeds >= 1 else None
     figures = plan_capacity(
         loaded,
         world,
@@ -802,7 +932,7 @@ def capacity(
         rounds=rounds,
         quantile=quantile,
         over=over,
-        seeds=list(seeds) if seeds else None,
+        seeds=seeds,
     )
     if not quiet:
         from rich.console import Console

@@ -58,6 +58,16 @@ def output_folder(text: str) -> Path:
     return Path(text)
 
 
+def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code: bool) -> None:
+    """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
+    allow, for the rest of the command (fedjoule/plugins.py); each command that reads a
+    scenario sets it anew, and `invoke` undoes it after the command."""
+    from fedjoule.plugins import grant
+
+    names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
+    grant(names, paths or [], run_code)
+
+
 def internal_error(exc: Exception) -> int:
     """A bug, not a mistake of the user's: one message, the traceback saved to a file
     (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
@@ -134,6 +144,22 @@ def progress_bar(quiet: bool) -> Progress:
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
+]
+AllowModulesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-module-plugins",
+        help="Let the scenario name module plug-ins (package.module:name) of this top-level "
+        "package; comma-separated or repeated. Never the standard library.",
+    ),
+]
+AllowPathOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-plugin-path",
+        help="Let the scenario name plug-in files inside this folder, besides its own "
+        "folder (repeatable).",
+    ),
 ]
 DataDirOption = Annotated[
     Path | None,
@@ -245,8 +271,11 @@ def run(
             "(the SimPy engine with training skipped)."
         ),
     ] = "auto",
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
@@ -478,11 +507,14 @@ def sweep(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
     and Pareto plots. Finished runs are skipped and partial ones resumed on a restart.
     With --seeds, every point once per seed, and aggregate.csv/json, band plots and
     Pareto fronts over the means."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     if not grid and not seeds:  # checked before the imports: a usage mistake is quick
         raise FedjouleError(
             "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
@@ -646,6 +678,8 @@ def capacity(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """Capacity planning without training: rounds per hour, airtime per cell, energy per round
     and per device class, battery drain per day, and the largest clients_per_round (or the
@@ -653,6 +687,7 @@ def capacity(
     Every candidate sees the same world and random draws; the candidates are scanned and
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
 
     from fedjoule.planning.capacity import plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
@@ -754,6 +789,8 @@ def plan(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
 ) -> None:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
@@ -763,6 +800,7 @@ def plan(
     communication energy per round over the energy per local step). With --seeds, every
     learning run once per seed: R(K) and E_total as mean ± 95 % CI, K* on the means and
     the K indistinguishable from it (plan.csv, plan.json), plan_seeds.csv per seed."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
@@ -1025,17 +1063,44 @@ def validate(
     file: Annotated[str, typer.Argument(help="A scenario YAML file or built-in name.")],
     set_: SetOption = None,
     show: Annotated[bool, typer.Option("--show", help="Print the resolved scenario.")] = False,
+    allow_module_plugins: AllowModulesOption = None,
+    allow_plugin_path: AllowPathOption = None,
+    import_plugins: Annotated[
+        bool,
+        typer.Option(
+            "--import-plugins",
+            help="Import the scenario's plug-ins to check them (default: their specs only).",
+        ),
+    ] = False,
+    no_train: Annotated[
+        bool,
+        typer.Option("--no-train", help="Check as `run --no-train` does (no data, no model)."),
+    ] = False,
+    data_dir: DataDirOption = None,
 ) -> None:
-    """Check a scenario file; print what is wrong, or with --show the resolved scenario as
-    YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
+    """Check a scenario file as `run` does before it makes its folder (the data, the model,
+    trace files, the network), short of training; print what is wrong, or with --show the
+    resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
+    grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
     from fedjoule.scenarios.loading import load_scenario, scenario_yaml
+    from fedjoule.simulator.system_run import choose_engine
+    from fedjoule.simulator.system_world import build_system_world
+    from fedjoule.simulator.world import build_world
 
     scenario = load_scenario(file, set_ or [])
+    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
+    unchecked = "custom" in named and not import_plugins
+    if no_train:  # what `run --no-train` checks before it makes its folder
+        choose_engine(scenario, "auto")
+        build_system_world(scenario)
+    elif not unchecked:  # what `run` checks: the data, the model, the world
+        build_world(scenario, data_dir=data_dir, device="cpu")
     print_warnings(scenario)
     if show:  # stdout holds only the YAML, unwrapped
         sys.stdout.write(scenario_yaml(scenario))
         sys.stdout.flush()
-    (errors if show else console).print(f"{file}: valid", soft_wrap=True)
+    note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
+    (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
 
 
 traces_app = typer.Typer(
@@ -1107,6 +1172,16 @@ def main() -> None:
 def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
+    from fedjoule.plugins import grant, revoke
+
+    before = grant()  # the defaults; what the command's options allow is undone after it
+    try:
+        return _invoke(args)
+    finally:
+        revoke(before)
+
+
+def _invoke(args: list[str] | None) -> int:
     try:
         code = app(args, standalone_mode=False)
     except click_classes("ClickException") as exc:  # usage: unknown option, bad value, ...

@@ -4,7 +4,23 @@ installed by another package (entry points), or given as a file or module path.
 A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relative to
 the scenario file's folder, then to the working folder) or `package.module:name` (an
 importable module). Loading it runs that Python code, exactly as running a script
-would: a scenario that names a plug-in is as trustworthy as the file it names.
+would, so what a scenario file may name is bounded by what the user opted into
+(`PluginTrust`; README.md, "Plug-in trust"):
+
+- a plug-in file is run only when it lies inside the scenario file's folder tree, or
+  inside a folder the user allowed
+  (`--allow-plugin-path DIR`, the API's `allow_plugin_paths`); links are resolved first;
+- a module spec is imported only from a top-level package the user allowed
+  (`--allow-module-plugins PKG`, the API's `allow_module_plugins`), never from the
+  standard library; installed packages add names through entry points instead;
+- `fedjoule validate` imports nothing: it checks every spec (form, file found and
+  allowed, module allowed and installed, recorded SHA-256) and imports only with
+  `--import-plugins`;
+- `--resume` compares the folder's scenario.yaml with the checkpoint's SHA-256 before
+  it reads the scenario, so an edited scenario.yaml never gets to name code.
+
+Python code that builds scenario sections itself (not from a file) is not bounded: it
+is already running code of its own choosing.
 
 Every loaded plug-in has a *source*: the file's absolute path and the SHA-256 of its
 content (for a module, of the module's file). Scenarios record it (scenario.yaml), so a
@@ -12,6 +28,7 @@ resumed run, a sweep's Ray worker or a colleague rebuilds the same run, and a pl
 file that changed since is refused rather than silently used.
 """
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.metadata
@@ -37,6 +54,134 @@ _BUILTIN_MODULES = {
     "dataset": "fedjoule.data.federated",
 }
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+# what plug-in code may run (None: the unbounded default of Python callers); what the
+# user allowed (command-line flags, API arguments)
+_TRUST: ContextVar["PluginTrust | None"] = ContextVar("fedjoule_plugin_trust", default=None)
+_ALLOWED: ContextVar["Allowance"] = ContextVar("fedjoule_plugin_allowed", default=None)
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What the user opted into beyond a scenario's own folder: module packages, plug-in
+    folders, and whether plug-in code may run at all (False: `validate` without
+    --import-plugins)."""
+
+    modules: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    run_code: bool = True
+
+    def as_data(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PluginTrust:
+    """The plug-ins a scenario read from a file may name: files inside `roots` (resolved),
+    modules of the `modules` top-level packages (never the standard library); with
+    `run_code` False their specs are checked without importing anything."""
+
+    roots: tuple[Path, ...] | None  # None: a built-in scenario, any file (named by the user)
+    modules: frozenset[str]
+    run_code: bool = True
+
+    def check_file(self, spec: str, path: Path) -> None:
+        if self.roots is None:
+            return
+        real = Path(path).resolve()
+        if any(real.is_relative_to(root) for root in self.roots):
+            return
+        shown = ", ".join(str(r) for r in self.roots) or "none"
+        raise PluginError(
+            f"{spec!r}: the plug-in file {real} is outside the scenario's folder ({shown}), "
+            "so it is not run; move it beside the scenario, or allow its folder with "
+            f"--allow-plugin-path {real.parent} (Python: allow_plugin_paths=[...])"
+        )
+
+    def check_module(self, spec: str, module: str) -> None:
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+            raise PluginError(
+                f"{spec!r}: {top!r} is part of Python's standard library, which a scenario "
+                "never names as a plug-in; give a file or a module of your own package"
+            )
+        if top not in self.modules:
+            raise PluginError(
+                f"{spec!r}: a scenario names module plug-ins only from packages you allow, so "
+                f"{module!r} is not imported; allow it with --allow-module-plugins {top} "
+                "(Python: allow_module_plugins=[...]), or register it as an entry point"
+            )
+
+
+def allowance() -> Allowance:
+    """What the user allowed in this context (nothing beyond the defaults if not said)."""
+    return _ALLOWED.get() or Allowance()
+
+
+def grant(modules: Iterable[str] = (), paths: Iterable[str | Path] = (), run_code: bool = True):
+    """From here on in this context (a command's run), scenarios read from files may name
+    module plug-ins of the `modules` packages and plug-in files inside `paths` (beside
+    their own folder); `run_code` False: plug-in specs are checked without importing them.
+    Returns the token that undoes it (ContextVar.reset)."""
+    modules = list(modules)
+    for name in modules:
+        if not isinstance(name, str) or not _MODULE_PATH.match(name) or "." in name:
+            raise PluginError(f"allowed module plug-ins: {name!r} is not a top-level package name")
+    return _ALLOWED.set(
+        Allowance(tuple(modules), tuple(str(Path(p).resolve()) for p in paths), run_code)
+    )
+
+
+def revoke(token) -> None:
+    """Undo a `grant` (its token)."""
+    _ALLOWED.reset(token)
+
+
+@contextmanager
+def allow_plugins(
+    modules: Iterable[str] = (), paths: Iterable[str | Path] = (), run_code: bool = True
+) -> Iterator[None]:
+    """`grant` within this block."""
+    token = grant(modules, paths, run_code)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
+
+
+@contextmanager
+def scenario_trust(folder: str | Path | None) -> Iterator[None]:
+    """Within this block plug-ins are bounded as for a scenario file in `folder` and what
+    the user allowed. None: a built-in scenario, whose plug-in files can only come from
+    the user's own overrides (--set, the API's overrides), so any file may be named."""
+    given = allowance()
+    roots = None
+    if folder is not None:
+        roots = (Path(folder).resolve(), *(Path(p) for p in given.paths))
+    trust = PluginTrust(roots, frozenset(given.modules), given.run_code)
+    token = _TRUST.set(trust)
+    try:
+        yield
+    finally:
+        _TRUST.reset(token)
+
+
+def imports_plugins() -> bool:
+    """Whether plug-in code runs in this context (False inside `validate`)."""
+    trust = _TRUST.get()
+    return trust is None or trust.run_code
+
+
+class Unchecked:
+    """What a spec stands for when plug-in code is not run (validate without
+    --import-plugins): its name only."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"<plug-in {self.spec} (not imported)>"
 
 
 # the folders relative plug-in files are looked for in first (the scenario file's folder)
@@ -164,18 +309,32 @@ def load_spec(
 
     A relative file is looked for in each of `base_dirs` (the scenario file's folder),
     then at the path `recorded` (a source from a scenario.yaml), then in the working
-    folder. When `recorded` has a sha256, the file must still have it."""
+    folder. When `recorded` has a sha256, the file must still have it. Within a
+    scenario_trust block the plug-in must be one it allows, and with its run_code False
+    nothing is imported: the object is an Unchecked placeholder."""
     where, name = split_spec(spec)
+    trust = _TRUST.get()
     if where.endswith(".py"):
         path = find_file(where, base_dirs, recorded)
+        if trust is not None:
+            trust.check_file(spec, path)
         sha256 = file_sha256(path)
-        module = _load_file(path, sha256)
         source = {"file": str(path), "sha256": sha256}
+        if trust is not None and not trust.run_code:
+            check_unchanged(spec, source, recorded)
+            return Unchecked(spec), source
+        module = _load_file(path, sha256)
     else:
         if not _MODULE_PATH.match(where):
             raise PluginError(
                 f"{spec!r}: {where!r} is neither a .py file nor a module path (package.module)"
             )
+        if trust is not None:
+            trust.check_module(spec, where)
+            if not trust.run_code:
+                if importlib.util.find_spec(where.split(".")[0]) is None:
+                    raise PluginError(f"{spec!r}: no installed package {where.split('.')[0]!r}")
+                return Unchecked(spec), {"module": where}
         try:
             module = importlib.import_module(where)
         except Exception as exc:

@@ -13,30 +13,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from fedjoule.errors import FedjouleError
-
-MAX_SEEDS = 1000
-
 
 def parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
     """`--seeds N` (seeds 0..N-1) or `--seeds 3,7,11` (those seeds, in that order); None
-    or empty: no seeds axis."""
-    if text is None or not str(text).strip():
-        return None
-    text = str(text).strip()
-    allowed = "a count N >= 1 (seeds 0..N-1) or a comma-separated list of integers >= 0"
-    try:
-        if "," not in text:
-            count = int(text)
-            if not 1 <= count <= MAX_SEEDS:
-                raise ValueError
-            return list(range(count))
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise FedjouleError(f"{option} {text!r}: expected {allowed}") from None
-    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds) or len(seeds) > MAX_SEEDS:
-        raise FedjouleError(f"{option} {text!r}: expected {allowed}, each seed once")
-    return seeds
+    or empty: no seeds axis. Checked as the API's seeds are (fedjoule/arguments.py)."""
+    from fedjoule.arguments import seeds_text
+
+    return seeds_text(text, option)
 
 
 def _numbers(values: Iterable) -> list[float]:

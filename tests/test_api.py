@@ -200,7 +200,7 @@ def test_an_exception_in_the_callback_propagates_after_the_round_is_saved(full_r
 
 
 def test_run_mistakes(tmp_path):
-    with pytest.raises(FedjouleError, match="executor 'fast'"):
+    with pytest.raises(FedjouleError, match="executor='fast'"):
         fedjoule.run(small(), tmp_path / "a", executor="fast")
     with pytest.raises(FedjouleError, match="needs the run folder"):
         fedjoule.run(None, resume=True)
@@ -343,5 +343,5 @@ def test_capacity_returns_what_the_command_line_writes(tmp_path):
     assert result.table == csv_rows(result.folder / "capacity.csv")
     assert result.info == json.loads((tmp_path / "cli" / "capacity.json").read_text())
     assert result.answer == result.info["answer"] and result.table[0]["meets"] is True
-    with pytest.raises(FedjouleError, match="rounds 0"):
+    with pytest.raises(FedjouleError, match="rounds=0"):
         fedjoule.capacity(small(), tmp_path / "x", rounds=0)

@@ -1,5 +1,7 @@
-"""The scripts in examples/ run (each in seconds) and produce the numbers they promise:
-custom model, custom dataset, custom algorithm (FedAdam from examples/fedadam.py), a sweep."""
+"""The scripts in examples/ run (each in seconds) from any folder and produce the numbers
+they promise: custom model, custom dataset, custom algorithm (FedAdam from
+examples/fedadam.py), a sweep. Each runs once from the repository root, and the plug-in
+ones also from an unrelated temporary folder."""
 
 import subprocess
 import sys
@@ -13,11 +15,11 @@ from fedjoule.api import RunResult, SweepResult
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def example(name: str, out: Path) -> str:
-    """Run examples/<name>.py OUT from the examples folder; its standard output."""
+def example(name: str, out: Path, cwd: Path = EXAMPLES.parent) -> str:
+    """Run examples/<name>.py OUT from `cwd` (the repository root); its standard output."""
     done = subprocess.run(
-        [sys.executable, f"{name}.py", str(out)],
-        cwd=EXAMPLES,
+        [sys.executable, str(EXAMPLES / f"{name}.py"), str(out)],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
@@ -38,7 +40,8 @@ def test_custom_model(tmp_path):
     assert len(result.rounds) == 3 and not result.stopped_early
     assert all(row["accuracy"] is not None for row in result.rounds)
     model = recorded(tmp_path / "run")["model"]
-    assert model["name"] == "custom" and model["factory"] == "custom_model.py:make_net"
+    assert model["name"] == "custom"
+    assert model["factory"] == f"{EXAMPLES / 'custom_model.py'}:make_net"
     assert model["source"]["file"] == str(EXAMPLES / "custom_model.py")
     assert "final accuracy" in printed
 
@@ -58,7 +61,8 @@ def test_custom_algorithm(tmp_path):
     assert len(result.rounds) == 5
     assert result.summary["final_accuracy"] > 0.4  # 5 classes: chance is 0.2
     algorithm = recorded(tmp_path / "run")["algorithm"]
-    assert algorithm["name"] == "custom" and algorithm["class"] == "fedadam.py:FedAdam"
+    assert algorithm["name"] == "custom"
+    assert algorithm["class"] == f"{EXAMPLES / 'fedadam.py'}:FedAdam"
     assert algorithm["options"]["server_lr"] == 0.03
 
 
@@ -71,3 +75,13 @@ def test_sweep(tmp_path):
     assert {(r["training.local_steps"], r["training.lr"]) for r in result.table} == {
         (1, 0.02), (1, 0.1), (10, 0.02), (10, 0.1)
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["custom_model", "custom_dataset", "custom_algorithm"])
+def test_plugin_examples_run_from_an_unrelated_folder(name, tmp_path):
+    """(issue 21, item 11) from a temporary folder: the same first round as from the root."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    example(name, tmp_path / "run", cwd=elsewhere)
+    first = RunResult.from_folder(tmp_path / "run").rounds[0]
+    assert first["accuracy"] is not None and first["energy_total_j"] > 0

@@ -82,6 +82,10 @@ class Algorithm:
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
     needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
     config_class: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig  # the options' model
+    # FLOPs per parameter of the algorithm's own vector operations in one local step, beyond
+    # plain SGD's (a correction term and its addition to the gradient); gradient
+    # evaluations are counted, not stated (work.py, docs/algorithms.md#computation)
+    step_vector_flops: ClassVar[float] = 0.0
 
     def __init__(
         self,
@@ -113,6 +117,13 @@ class Algorithm:
     def aggregate(self, state: dict[str, Any], uploads: dict, client_ids: torch.Tensor) -> dict:
         """New server state from the uploads that arrived (rows of `uploads`, ids `client_ids`)."""
         return {**state, "w": weighted_mean(uploads["model"], self.client_samples[client_ids])}
+
+    @classmethod
+    def aggregation_flops(cls, n_params: int, arrived: int) -> float:
+        """FLOPs of `aggregate` over `arrived` uploads (a classmethod: the engines without
+        training use it too). FedAvg's weighted mean: a multiply and an add per parameter
+        and upload."""
+        return 2.0 * arrived * n_params
 
     def detected(self, state: dict[str, Any]) -> torch.Tensor | None:
         """(N,) bool: clients the algorithm has flagged as freeloaders (None: no detection)."""

@@ -27,6 +27,13 @@ class Drdm(Drfa):
 
     name = "drdm"
     client_state = ("g_i",)
+    step_vector_flops = FedDyn.step_vector_flops  # FedDyn's local objective
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # omega-weighted drift (subtract, multiply, add), h update, weighted mean of the
+        # models, w = (.) - h / alpha, weighted mean of the snapshots
+        return (7.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {**super().init_state(w0), "h": torch.zeros_like(w0)}

@@ -68,6 +68,11 @@ class Drfa(Algorithm):
     uplink_vectors = 2  # final model and snapshot
     needs_probe = True
 
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # weighted means of the models and of the snapshots
+        return 4.0 * arrived * n_params
+
     def init_state(self, w0):
         if self.config.lambda_init == "samples":
             lam = self.client_samples / self.client_samples.sum()

@@ -15,6 +15,7 @@ from torch.func import grad, vmap
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
+from fedjoule.algorithms.work import GradientCount
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -162,21 +163,25 @@ class VectorisedExecutor:
         setup: RoundSetup,
         batch_idx: torch.Tensor,
         buffers: torch.Tensor | None = None,
+        count: GradientCount | None = None,
     ) -> torch.Tensor:
         """Final (m, P) parameters after each client's `setup.steps` local steps; the
-        clients' running statistics `buffers` (m, B), if any, are updated in place."""
+        clients' running statistics `buffers` (m, B), if any, are updated in place; the
+        gradient evaluations of every step go into `count` (work.py)."""
         m, _, batch = batch_idx.shape
         n_params = ctx.shared["start"].numel()
         chunk = self.chunk_size(n_params, batch)
+        count = GradientCount() if count is None else count
         if m <= chunk:
-            return self._train(algorithm, ctx, setup, batch_idx, buffers)
+            return self._train(algorithm, ctx, setup, batch_idx, buffers, count)
         finals = []
         for first in range(0, m, chunk):
             rows = slice(first, first + chunk)
             own = ctx.rows(rows)
             own_setup = setup.rows(rows)
             own_buffers = None if buffers is None else buffers[rows]  # a view: updated in place
-            finals.append(self._train(algorithm, own, own_setup, batch_idx[rows], own_buffers))
+            own_idx = batch_idx[rows]
+            finals.append(self._train(algorithm, own, own_setup, own_idx, own_buffers, count))
             for name, value in own.local.items():  # the chunk's working state back
                 ctx.local[name][rows] = value
         return torch.cat(finals)
@@ -187,7 +192,8 @@ class VectorisedExecutor:
         ctx: Context,
         setup: RoundSetup,
         batch_idx: torch.Tensor,
-        buffers: torch.Tensor | None = None,
+        buffers: torch.Tensor | None,
+        count: GradientCount,
     ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
         m, n_steps, batch = batch_idx.shape
@@ -206,6 +212,7 @@ class VectorisedExecutor:
             active = (steps > k).to(params.dtype)[:, None]
             if fused and k < all_active:  # the same step without the flat gradient
                 self.batched_grad.descend(params, x_k, y_k, setup.lr, setup.weight_decay)
+                count.record(k, 1)  # the plain SGD step's one gradient
                 algorithm.after_step(k, params, ctx, active)
                 continue
             if buffers is None:
@@ -218,7 +225,7 @@ class VectorisedExecutor:
                 def grad_at(p, x=x_k, y=y_k, active=active):
                     return self.buffered(p, buffers, x, y, active)
 
-            direction = algorithm.direction(k, params, grad_at, ctx, setup, active)
+            direction = count.direction(algorithm, k, params, grad_at, ctx, setup, active)
             if k < all_active:
                 params.sub_(direction, alpha=setup.lr)
             else:  # clients that finished their steps stay where they are
@@ -282,8 +289,10 @@ class SequentialExecutor:
         setup: RoundSetup,
         batch_idx: torch.Tensor,
         buffers: torch.Tensor | None = None,
+        count: GradientCount | None = None,
     ) -> torch.Tensor:
         m = batch_idx.shape[0]
+        count = GradientCount() if count is None else count
         starts = start_params(ctx, m)
         finals = []
         for i in range(m):
@@ -299,7 +308,7 @@ class SequentialExecutor:
                 def grad_at(p, xb=xb, yb=yb, own_buffers=own_buffers):
                     return torch.stack([self._grad(row, xb, yb, own_buffers) for row in p])
 
-                direction = algorithm.direction(k, theta, grad_at, own, own_setup, one)
+                direction = count.direction(algorithm, k, theta, grad_at, own, own_setup, one)
                 theta = theta.sub(direction, alpha=setup.lr).detach()  # as the vectorised step
                 algorithm.after_step(k, theta, own, one)
             finals.append(theta[0])

@@ -22,6 +22,12 @@ class FedACG(Algorithm):
     """Clients start from the look-ahead w + lambda m and stay near it; server momentum."""
 
     name = "fedacg"
+    step_vector_flops = 3  # 2 beta (theta - look-ahead): subtract, multiply; added
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # look-ahead w + lambda m; mean(theta_i - look-ahead); m <- lambda m + (.); w + m
+        return (2.0 * arrived + 5) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "m": torch.zeros_like(w0)}

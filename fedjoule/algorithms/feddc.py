@@ -36,6 +36,13 @@ class FedDC(Algorithm):
     uplink_vectors = 2
     downlink_vectors = 2
     client_state = ("h_i", "c_i")
+    # alpha_i (theta + h_i - w) + c / w_i - c_i: six operations; added to the gradient
+    step_vector_flops = 7
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # c + sum(delta c) / N; h_sum + sum(delta); mean theta_i + h_sum / N
+        return (3.0 * arrived + 5) * n_params
 
     def init_state(self, w0):
         zeros = torch.zeros_like(w0)

@@ -45,6 +45,12 @@ class FedDyn(Algorithm):
 
     name = "feddyn"
     client_state = ("g_i",)
+    step_vector_flops = 4  # alpha_i (theta - w) - g_i; added to the gradient
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # h - (alpha/N) sum(theta_i - w); mean theta_i - h / alpha
+        return (3.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "h": torch.zeros_like(w0)}

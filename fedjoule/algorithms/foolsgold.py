@@ -43,6 +43,12 @@ class FoolsGold(Algorithm):
 
     name = "foolsgold"
 
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # deltas, histories += deltas, unit rows (norm: 2, divide: 1), the m x m cosine
+        # similarities (2 m^2 P), the weighted sum (2), its mean and w + total
+        return (2.0 * arrived**2 + 7.0 * arrived + 2) * n_params
+
     def init_state(self, w0):
         return {"w": w0.clone(), "history": {}, "weights": {}}
 

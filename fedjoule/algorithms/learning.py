@@ -7,6 +7,7 @@ import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.work import GradientCount
 
 
 @dataclass
@@ -19,6 +20,7 @@ class LocalResult:
     context: Context
     setup: RoundSetup
     buffers: torch.Tensor | None = None  # (m, B) running statistics after training
+    gradients: GradientCount | None = None  # gradient evaluations per local step (work.py)
 
 
 def fabricate(
@@ -64,16 +66,17 @@ def train_clients(
     if freeloaders is not None and freeloaders.any():
         setup.steps = torch.where(freeloaders, 0, setup.steps)
     ctx = algorithm.context(state, client_ids, rows, setup)
+    count = GradientCount()
     if buffers is None:
-        params = executor.train(algorithm, ctx, setup, batch_idx)
+        params = executor.train(algorithm, ctx, setup, batch_idx, count=count)
     else:
-        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers)
+        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers, count=count)
     if freeloaders is not None and freeloaders.any():
         for i in freeloaders.nonzero().flatten().tolist():
             params[i] = freeloader_model(params[i])
     uploads = algorithm.uploads(params, ctx, setup)
     updates = algorithm.client_updates(params, ctx, rows, setup)
-    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers)
+    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count)
 
 
 def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:

@@ -14,6 +14,7 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    ConfigDict,
     Field,
     SerializeAsAny,
     ValidationError,
@@ -37,6 +38,7 @@ from fedjoule.algorithms.taco import Taco, TacoConfig
 from fedjoule.plugins import (
     REGISTRY,
     PluginError,
+    Unchecked,
     check_unchanged,
     entry_target,
     load_spec,
@@ -108,6 +110,13 @@ def build_algorithm(
     return cls(options, n_clients, client_samples, nominal_steps, base_lr, seed)
 
 
+class UncheckedOptions(AlgorithmConfig):
+    """A plug-in algorithm's options when its class is not imported (validate without
+    --import-plugins): kept as given, checked only when the class is loaded."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 def check_algorithm_class(cls: Any, where: str) -> type[Algorithm]:
     """A plug-in must be an Algorithm subclass with a pydantic option model."""
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
@@ -166,6 +175,8 @@ def section_model(value: Any) -> type[AlgorithmConfig]:
         if not isinstance(spec, str):
             raise _FieldProblem("class", "a custom algorithm needs class: 'file.py:ClassName'")
         cls, _ = load_spec(spec, plugin_dirs(), _recorded(value.get("source")))
+        if isinstance(cls, Unchecked):  # validate without --import-plugins
+            return custom_section(UncheckedOptions)
         check_algorithm_class(cls, spec)
         return custom_section(cls.config_class)
     if not isinstance(name, str):

@@ -30,6 +30,12 @@ class Scaffold(Algorithm):
     uplink_vectors = 2  # delta y, delta c
     downlink_vectors = 2  # x, c
     client_state = ("c_i",)
+    step_vector_flops = 2  # c - c_i; added to the gradient
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        # mean(delta y), x + eta_g (.); sum(delta c), c + (.) / N
+        return (2.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "c": torch.zeros_like(w0)}

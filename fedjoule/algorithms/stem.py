@@ -27,6 +27,12 @@ class Stem(Algorithm):
     name = "stem"
     uplink_vectors = 2
     downlink_vectors = 2
+    # d - g(x_{k-1}), x (1 - a), g(x_k) + (.): the STORM update (its gradients are counted)
+    step_vector_flops = 3
+
+    @classmethod
+    def aggregation_flops(cls, n_params, arrived):
+        return 2.0 * arrived * n_params  # the means of x and d
 
     def init_state(self, w0):
         return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}

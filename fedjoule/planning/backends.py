@@ -27,6 +27,7 @@ class Job:
     threads: int
     device: str = "cpu"
     data_dir: str | None = None
+    allowed: dict | None = None  # plugins.Allowance as data: what plug-ins the run may use
 
 
 # called with (job, summary, None) when a run ends, or (job, None, error) when it failed
@@ -46,11 +47,21 @@ def execute(job: Job) -> dict:
     """Run (or resume) one run of a sweep in this process; returns its summary.json content."""
     import torch
 
-    from fedjoule.scenarios.schema import Scenario
-    from fedjoule.simulator.run import run_scenario
+    from fedjoule.plugins import allow_plugins
 
     before = torch.get_num_threads()
     torch.set_num_threads(job.threads)
+    try:
+        with allow_plugins(**(job.allowed or {})):
+            return _execute(job)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _execute(job: Job) -> dict:
+    from fedjoule.scenarios.schema import Scenario
+    from fedjoule.simulator.run import run_scenario
+
     try:
         if job.scenario is None:
             _, summary = run_scenario(
@@ -63,8 +74,6 @@ def execute(job: Job) -> dict:
             )
     except RunDiverged:  # a result of the grid point, not a failure: its summary says so
         summary = json.loads((Path(job.folder) / "summary.json").read_text())
-    finally:
-        torch.set_num_threads(before)
     return summary
 
 
@@ -117,6 +126,17 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+def worker_environment() -> dict:
+    """Ray's runtime environment for the workers: the folder this fedjoule is installed
+    from first on their PYTHONPATH, so that they import it (not a folder named fedjoule in
+    the working folder Ray starts them in, such as a checkout's)."""
+    import fedjoule
+
+    installed = str(Path(fedjoule.__file__).resolve().parent.parent)
+    paths = [installed, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
+
+
 def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: OnDone) -> dict:
     """Ray tasks, `threads` CPUs each (and one GPU when the run's device is CUDA); a local
     Ray is started when no address is given. Ray is shut down at the end. Returns facts
@@ -132,14 +152,16 @@ def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: 
     import time
 
     tic = time.perf_counter()
+    env = {"runtime_env": worker_environment()}
     if address:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR", **env)
     else:
         ray.init(
             num_cpus=os.cpu_count() or 1,
             include_dashboard=False,
             log_to_driver=False,
             logging_level="ERROR",
+            **env,
         )
     info = {"ray_start_s": time.perf_counter() - tic}
     try:

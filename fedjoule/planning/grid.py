@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedjoule.errors import FedjouleError
-from fedjoule.plugins import relative_to
+from fedjoule.plugins import relative_to, scenario_trust
 from fedjoule.scenarios.loading import apply_overrides, read_source, scenario_folder, validate
 from fedjoule.scenarios.schema import Scenario
 
@@ -101,7 +101,8 @@ def plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[P
     """Every point of the grid's cartesian product, each validated; fails before any run,
     naming the grid key and value at fault. Plug-in files are found from the scenario
     file's folder, as for a run."""
-    with relative_to(scenario_folder(source)):
+    folder = scenario_folder(source)
+    with relative_to(folder), scenario_trust(folder):
         return _plan_points(source, sets, axes)
 
 

@@ -16,10 +16,11 @@ from fedjoule.errors import FedjouleError
 from fedjoule.planning import backends, pareto
 from fedjoule.planning.backends import Job
 from fedjoule.planning.grid import Axis, Point, parse_grid, plan_points
+from fedjoule.plugins import Allowance, allowance
 from fedjoule.report import aggregate
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
-from fedjoule.scenarios.loading import read_source
+from fedjoule.scenarios.loading import read_source, scenario_folder
 from fedjoule.simulator import checkpoint
 
 SWEEP_JSON = "sweep.json"
@@ -90,6 +91,15 @@ def run_state(folder: Path, point: Point) -> str:
     return PARTIAL
 
 
+def job_allowance(scenario: str | Path) -> dict:
+    """What a worker may run: what the user allowed, and the scenario file's folder (a
+    resumed run reads its own scenario.yaml, whose plug-ins live beside the sweep's)."""
+    given = allowance()
+    folder = scenario_folder(scenario) or Path.cwd()
+    paths = (*given.paths, str(Path(folder).resolve()))
+    return Allowance(given.modules, paths, given.run_code).as_data()
+
+
 def run_sweep(
     scenario: str | Path,
     grid: list[str],
@@ -155,6 +165,7 @@ def run_sweep(
                 options.threads_per_run,
                 options.device,
                 options.data_dir,
+                job_allowance(scenario),
             )
         )
     errors: dict[str, str] = {}

@@ -54,6 +54,8 @@ ROUND_COLUMNS = [
     "uplink_airtime_s",
     "downlink_airtime_s",
     "compute_time_s",
+    "max_compute_time_s",
+    "server_compute_time_s",
     "uplink_attempts",
     "selected_per_cell",
     "arrived_per_cell",

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fedjoule.errors import FedjouleError
-from fedjoule.plugins import relative_to
+from fedjoule.plugins import relative_to, scenario_trust
 from fedjoule.scenarios.schema import Invalid, Scenario
 from fedjoule.scenarios.yaml_reader import (
     Unreadable,
@@ -144,7 +144,8 @@ def load_scenario(source: str | Path = "default", overrides: list[str] | None = 
     """A validated Scenario from a built-in name or a YAML file, with overrides applied."""
     raw, label = read_source(source)
     raw = apply_overrides(raw, overrides or [])
-    with relative_to(scenario_folder(source)):
+    folder = scenario_folder(source)
+    with relative_to(folder), scenario_trust(folder):
         return validate(raw, label)
 
 

@@ -51,9 +51,16 @@ def plain(value: Any) -> Any:
 
 
 def save_checkpoint(
-    path: Path, simulation: dict, scenario_data: dict, next_round: int, files: dict
+    path: Path,
+    simulation: dict,
+    scenario_data: dict,
+    next_round: int,
+    files: dict,
+    scenario_file_sha256: str | None = None,
 ) -> None:
-    """Write the checkpoint atomically (temporary file, fsync, rename, folder fsync)."""
+    """Write the checkpoint atomically (temporary file, fsync, rename, folder fsync).
+    `scenario_file_sha256`: of the run folder's scenario.yaml as written, checked on
+    resume before the file is read (check_scenario_file)."""
     import torch
 
     payload = {
@@ -61,6 +68,7 @@ def save_checkpoint(
         "fedjoule_version": __version__,
         "scenario": scenario_data,
         "scenario_sha256": scenario_sha256(scenario_data),
+        "scenario_file_sha256": scenario_file_sha256,
         "round": next_round,
         "files": files,
         "simulation": plain(simulation),
@@ -91,6 +99,31 @@ def read_checkpoint(path: Path, mmap: bool = False) -> dict:
             "start a new run"
         )
     return saved
+
+
+def check_scenario_file(saved: dict, path: Path, scenario_file: Path) -> None:
+    """Before a resumed run reads its scenario.yaml (which may name plug-in code): the file
+    must be the one the run wrote, byte for byte (its SHA-256 in the checkpoint), or, for
+    a checkpoint without that hash, hold the checkpoint's scenario as plain YAML data."""
+    from fedjoule.plugins import file_sha256
+    from fedjoule.scenarios.loading import read_source
+
+    recorded = saved.get("scenario_file_sha256")
+    if recorded is not None:
+        if file_sha256(scenario_file) != recorded:
+            raise FedjouleError(
+                f"{scenario_file} was changed since {path} was written (its SHA-256 differs), "
+                "so the run is not resumed and nothing it names is loaded; restore it, or "
+                "start a new run"
+            )
+        return
+    raw, _ = read_source(scenario_file)  # plain data: safe YAML, nothing imported
+    differ = differences(saved["scenario"], json.loads(json.dumps(raw, default=str)))
+    if differ:
+        raise FedjouleError(
+            f"{path} belongs to another scenario than {scenario_file} (they differ in "
+            f"{', '.join(differ[:5])}); a run resumes only with the scenario it started with"
+        )
 
 
 def check_belongs(saved: dict, path: Path, scenario_data: dict, scenario_file: Path) -> None:

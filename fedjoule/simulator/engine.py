@@ -32,6 +32,7 @@ from fedjoule.algorithms.learning import (
     keep_client_state,
     train_clients,
 )
+from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
@@ -63,6 +64,10 @@ class Progress:
     rounds_to_target: int | None = None
     energy_to_target_j: float | None = None
     time_to_target_s: float | None = None
+    # the sum over rounds of the slowest arrived client's computation (rounds.csv
+    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
+    compute_time_s: float = 0.0
+    compute_time_to_target_s: float | None = None
     diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
     diverged_reason: str | None = None
     end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
@@ -187,6 +192,7 @@ class Simulation:
         self.outside_records: list[ClientRecord] = []
         # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
         self.sinr_db: dict[int, list[float]] = {}
+        self.step_gradients: list[int] = []  # this round's gradient evaluations per step
 
     # ------------------------------------------------------------------ the story of a round
     def open_round(self, env: simpy.Environment, r: int):
@@ -238,6 +244,7 @@ class Simulation:
             self.fabricate,
             buffers,
         )
+        self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
         keep = arrivals_kept(scenario, len(selected))
@@ -309,13 +316,27 @@ class Simulation:
     def training_costs(self, k: int) -> dict:
         """Client k's bits and computation in a training round (freeloaders compute nothing)."""
         world = self.world
-        work = 0 if world.freeloader[k] else int(world.client_steps[k])
+        work = 0 if world.freeloader[k] else self.local_work(k)
         return {
             "down_bits": world.downlink_bits,
             "compute_s": work * float(world.step_time_s[k]),
             "compute_energy_j": work * float(world.step_energy_j[k]),
             "up_bits": world.uplink_bits,
         }
+
+    def local_work(self, k: int) -> float:
+        """Client k's computation this round in plain SGD steps: its steps' counted gradient
+        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
+        steps = int(self.world.client_steps[k])
+        return float(local_work(self.step_gradients, steps, self.world.vector_work))
+
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
+        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
 
     def fabricate(self, start: torch.Tensor) -> torch.Tensor:
         """A freeloader's upload, from the global model it received."""
@@ -408,6 +429,10 @@ class Simulation:
             failed=int(failed),
             downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
             compute_time_s=sum(rec.compute_time_s for rec in spent),
+            max_compute_time_s=max(
+                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
+            ),
+            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
         )
         for name in SUMMED:
             row[name] = float(sum(getattr(rec, name) for rec in spent))
@@ -474,6 +499,7 @@ class Simulation:
         NaN/inf, or its evaluation's loss) is evaluated, counts for neither the best
         accuracy nor the target, and is the last one played."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
+        p.compute_time_s += row["max_compute_time_s"]
         diverged = row.get("diverged", 0) == 1
         reached = False
         if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged:
@@ -493,6 +519,7 @@ class Simulation:
                 reached = reached and p.rounds_to_target is None
                 if reached:
                     p.rounds_to_target = r + 1
+                    p.compute_time_to_target_s = p.compute_time_s
             elif p.diverged_at_round is None:
                 p.diverged_at_round = r
                 p.diverged_reason = divergence_reason(training, r, row["lr"], cause)
@@ -611,6 +638,7 @@ class Simulation:
             "rounds_to_target": p.rounds_to_target,
             "energy_to_target_j": p.energy_to_target_j,
             "time_to_target_s": p.time_to_target_s,
+            "compute_time_to_target_s": p.compute_time_to_target_s,
             "wall_time_s": p.wall_time_s,
             "diverged_at_round": p.diverged_at_round,
             "diverged_reason": p.diverged_reason,

@@ -9,6 +9,7 @@ from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.channel.interference import sinr_columns
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.plugins import file_sha256
 from fedjoule.report.plots import plot_run
 from fedjoule.report.results import RoundsFile, with_round_totals, write_clients, write_json
 from fedjoule.report.timeline import events_text, plot_timeline
@@ -60,9 +61,11 @@ def run_scenario(
         out = Path(out_dir)
         if not (out / SCENARIO).is_file():
             raise FedjouleError(f"{out}: no {SCENARIO}, so no run to resume; start a new run")
-        scenario = load_scenario(out / SCENARIO)
-        if (out / CHECKPOINT).exists():
+        if (out / CHECKPOINT).exists():  # checked before scenario.yaml is read
             saved = checkpoint.read_checkpoint(out / CHECKPOINT)
+            checkpoint.check_scenario_file(saved, out / CHECKPOINT, out / SCENARIO)
+        scenario = load_scenario(out / SCENARIO)
+        if saved is not None:
             checkpoint.check_belongs(
                 saved, out / CHECKPOINT, scenario.model_dump(mode="json"), out / SCENARIO
             )
@@ -123,11 +126,18 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     sim = Simulation(world, budget, out / "client_state.bin")
     rounds_file, events = RoundsFile(out / "rounds.csv"), AppendLog(out / EVENTS)
 
+    scenario_file_sha256 = file_sha256(out / SCENARIO)
+
     def save() -> None:
         files = {"rounds.csv": rounds_file.log.mark(), EVENTS: events.mark()}
         state = sim.state_dict()
         checkpoint.save_checkpoint(
-            out / CHECKPOINT, state, scenario_data, sim.progress.next_round, files
+            out / CHECKPOINT,
+            state,
+            scenario_data,
+            sim.progress.next_round,
+            files,
+            scenario_file_sha256,
         )
         sim.store.commit()  # client-state files the new checkpoint no longer names go
 

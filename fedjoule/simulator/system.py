@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fedjoule import rng
+from fedjoule.algorithms.work import local_work
 from fedjoule.channel.cell import round_fading
 from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import airtime_s
@@ -26,7 +27,7 @@ from fedjoule.devices.radio import numpy_radio_reasons, transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.simulator.client import DROP_CAUSES
 from fedjoule.simulator.engine import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
-from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import nominal_bandwidth_hz
 
 ENERGY_KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j")
@@ -148,8 +149,11 @@ class SystemEngine:
         out = ClientsOfRound(sel, cells)
         load = np.bincount(cells, minlength=n_cells)
 
-        # costs (engine.play_round's plan): freeloaders do not compute
-        work = np.where(world.freeloader[sel], 0, world.client_steps[sel])
+        # costs (engine.play_round's plan): freeloaders do not compute; the others their
+        # counted gradient evaluations and vector FLOPs (algorithms/work.py)
+        steps = world.client_steps[sel]
+        counted = local_work(gradients_of_round(world, r), steps, world.vector_work)
+        work = np.where(world.freeloader[sel], 0, counted)
         compute_s = work * world.step_time_s[sel]
         compute_j = work * world.step_energy_j[sel]
 
@@ -328,6 +332,8 @@ class SystemEngine:
             failed=int(failed),
             downlink_airtime_s=float(clients.downlink_airtime_s.sum()),
             compute_time_s=float(clients.compute_time_s.sum()),
+            max_compute_time_s=float(clients.compute_time_s[arrived].max(initial=0.0)),
+            server_compute_time_s=self.server_compute_time_s(int(arrived.sum()), failed),
             uplink_bits=float(clients.uplink_bits.sum()),
             uplink_airtime_s=float(clients.uplink_airtime_s.sum()),
         )
@@ -337,6 +343,13 @@ class SystemEngine:
         row.update(energy_radio_promotion_j=0.0, energy_radio_tail_j=0.0, energy_idle_j=0.0)
         row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
         return row
+
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """engine.Simulation.server_compute_time_s: the aggregation's FLOPs at the server."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
 
     def run(self, last_round: int, on_round: Callable[[dict], None]) -> None:
         """Play rounds next_round .. last_round-1."""

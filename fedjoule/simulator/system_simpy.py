@@ -6,7 +6,7 @@ import simpy
 
 from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
 from fedjoule.simulator.radio_states import RadioBank
-from fedjoule.simulator.system_world import SystemWorld
+from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import play_clients
 
 
@@ -27,6 +27,12 @@ class SimpySystemSimulation(Simulation):
         self.last_records = []
         self.outside_records = []
         self.sinr_db = {}  # channel.interference=cochannel: each client's upload SINRs (dB)
+
+    @property
+    def step_gradients(self) -> list[int]:
+        """The round's gradient evaluations per local step: the world's dry count (round 0's,
+        then the last counted round's; algorithms/work.py)."""
+        return gradients_of_round(self.world, self.progress.next_round)
 
     def play_round(self, env: simpy.Environment, r: int):
         scenario = self.world.scenario

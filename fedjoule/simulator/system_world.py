@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedjoule.algorithms.registry import algorithm_class
+from fedjoule.algorithms.work import dry_count, vector_work
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
 from fedjoule.devices.population import Population, sample_population, step_costs
@@ -77,12 +78,22 @@ class SystemWorld:
     forward_flops: float  # one sample's forward pass
     uplink_bits: float
     downlink_bits: float
+    algorithm_cls: type = NoLearning  # the scenario's algorithm (its stated FLOPs)
+    vector_work: float = 0.0  # its vector FLOPs per step, in steps (algorithms/work.py)
+    gradient_counts: tuple = ((1,),)  # dry count: evaluations per step, rounds 0, 1, ...
 
     @property
     def serving_cell(self) -> np.ndarray:
         if self.cell.serving_cell is None:
             return np.zeros(self.population.size, dtype=int)
         return self.cell.serving_cell
+
+
+def gradients_of_round(world: SystemWorld, r: int) -> list[int]:
+    """Round r's gradient evaluations per local step from the dry count (later rounds
+    repeat the last round counted)."""
+    counts = world.gradient_counts
+    return list(counts[min(r, len(counts) - 1)])
 
 
 def model_size(scenario: Scenario) -> tuple[int, float]:
@@ -136,4 +147,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         forward_flops=flops,
         uplink_bits=algorithm_cls.uplink_vectors * vector_bits + header,
         downlink_bits=algorithm_cls.downlink_vectors * vector_bits + header,
+        algorithm_cls=algorithm_cls,
+        vector_work=vector_work(algorithm_cls, n_params, flops, training.batch_size),
+        gradient_counts=tuple(dry_count(scenario.algorithm, int(client_steps.max()))),
     )

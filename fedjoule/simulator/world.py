@@ -17,6 +17,7 @@ from fedjoule.algorithms.executor import (
     VectorisedExecutor,
 )
 from fedjoule.algorithms.registry import build_algorithm
+from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
 from fedjoule.data.federated import FederatedData, build_federated_data
@@ -57,10 +58,15 @@ class World:
     step_energy_j: np.ndarray  # (N,)
     uplink_bits: float  # per participating client
     downlink_bits: float
+    vector_work: float = 0.0  # the algorithm's vector FLOPs per step, in steps (work.py)
 
     @property
     def n_params(self) -> int:
         return self.model.n_params
+
+    @property
+    def algorithm_cls(self) -> type[Algorithm]:
+        return type(self.algorithm)
 
 
 def pick_device(name: str) -> torch.device:
@@ -213,4 +219,5 @@ def build_world(
         step_energy_j=step_energy_j,
         uplink_bits=algorithm.uplink_vectors * vector_bits + scenario.channel.header_bits,
         downlink_bits=algorithm.downlink_vectors * vector_bits + scenario.channel.header_bits,
+        vector_work=vector_work(type(algorithm), model.n_params, flops, training.batch_size),
     )

@@ -293,8 +293,8 @@ def test_naming_mistakes_are_one_clean_message(tmp_path, capsys, algorithm, word
     assert "invalid scenario (1 problem)" in message, message
     for word in words:
         assert word in message, (word, message)
-    # from the command line: that message, exit code 2, no traceback
-    assert cli("validate", path) == 2
+    # from the command line, importing the plug-ins: that message, exit code 2, no traceback
+    assert cli("validate", path, "--import-plugins") == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and words[-1] in err and "Traceback" not in err
 
@@ -364,7 +364,10 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_files(tmp_path, reference):
     out = tmp_path / "stopped"
     _, partial = run_scenario(load_scenario(path), out, device="cpu", stop_after=1)
     assert partial["rounds_completed"] == 1
-    assert cli("run", "--resume", "--out", out, "-q") == 0
+    # the plug-in lies outside the run folder: resumed only where the user allows it
+    assert cli("run", "--resume", "--out", out, "-q") == 2
+    allow = ("--allow-plugin-path", path.parent)
+    assert cli("run", "--resume", "--out", out, "-q", *allow) == 0
     assert compare(full, out) == []
     assert torch.equal(final_state(full)["v"], final_state(out)["v"])
 
@@ -376,14 +379,15 @@ def test_a_changed_plugin_file_refuses_resume(tmp_path, capsys):
     plugin = tmp_path / "fedadam.py"
     plugin.write_text(EXAMPLE.read_text().replace("(1 - beta1) * delta", "delta"))
     capsys.readouterr()
-    assert cli("run", "--resume", "--out", out, "-q") == 2
+    allow = ("--allow-plugin-path", tmp_path)
+    assert cli("run", "--resume", "--out", out, "-q", *allow) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
     assert f"{plugin.resolve()} has changed since this scenario was recorded" in err
     assert "field 'algorithm.class'" in err
     # restored, it resumes
     plugin.write_text(EXAMPLE.read_text())
-    assert cli("run", "--resume", "--out", out, "-q") == 0
+    assert cli("run", "--resume", "--out", out, "-q", *allow) == 0
     assert json.loads((out / "summary.json").read_text())["rounds_completed"] == 3
 
 
@@ -398,7 +402,8 @@ def test_a_same_named_file_in_the_working_folder_is_not_taken(tmp_path, monkeypa
     run_scenario(load_scenario(path), out, device="cpu", stop_after=1)
     recorded = yaml.safe_load((out / "scenario.yaml").read_text())["algorithm"]["source"]
     assert recorded["file"] == str((tmp_path / "experiment" / "fedadam.py").resolve())
-    assert cli("run", "--resume", "--out", out, "-q") == 0
+    allow = ("--allow-plugin-path", tmp_path / "experiment")
+    assert cli("run", "--resume", "--out", out, "-q", *allow) == 0
     assert compare(reference[1], out) == []
 
 

@@ -3,6 +3,7 @@ without redoing finished runs and gives the same table; report compares real run
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -164,3 +165,20 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
             ), key
     # a sweep folder stands for all its runs
     assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == NAMES
+
+
+def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
+    """(issue 21, item 10) Started from a folder holding a directory named fedjoule (a
+    checkout's parent), Ray's workers still import the installed package."""
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("fedjoule")
+    if not script.exists():
+        pytest.skip("no fedjoule console script beside this Python")
+    (tmp_path / "fedjoule").mkdir()  # what a checkout named fedjoule looks like from above
+    args = [str(script), "sweep", "default", "--grid", "seed=0", "--set", "training.rounds=1"]
+    args += ["--backend", "ray", "--out", str(tmp_path / "out"), "-q", "--device", "cpu"]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "out" / "runs" / "seed=0" / "summary.json").exists()

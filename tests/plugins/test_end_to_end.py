@@ -135,7 +135,10 @@ def test_a_stopped_run_resumes_to_identical_files(case, scenarios, tmp_path):
     scenario = load_scenario(scenarios[case])
     run_scenario(scenario, tmp_path / "stopped", device="cpu", stop_after=1)
     assert len((tmp_path / "stopped" / "rounds.csv").read_text().splitlines()) == 2
-    code = invoke(["run", "--out", str(tmp_path / "stopped"), "--resume", "-q", "--device", "cpu"])
+    # its plug-ins lie beside the scenario, outside the run folder: allowed by the user
+    allow = ["--allow-plugin-path", str(scenarios[case].parent)]
+    code = invoke(["run", "--out", str(tmp_path / "stopped"), "--resume", "-q", "--device", "cpu",
+                   *allow])  # fmt: skip
     assert code == 0
     assert compare(tmp_path / "whole", tmp_path / "stopped") == []
 
@@ -145,7 +148,7 @@ def test_a_killed_run_of_each_plugin_scenario_resumes_to_identical_files(scenari
     rng = random.Random(11)
     bad = []
     for name, path in scenarios.items():
-        case = Case(name, str(path))
+        case = Case(name, str(path), options=("--allow-plugin-path", str(path.parent)))
         reference = tmp_path / f"{name}-reference"
         span = reference_run(case, reference)
         result = trial(case, reference, tmp_path / f"{name}-killed", rng, span, kill_resume=True)
@@ -165,7 +168,8 @@ def test_resume_refuses_a_changed_model_factory(scenarios, tmp_path):
     (out / "checkpoint.pt").unlink()  # a fresh start from scenario.yaml alone
     with open(folder / "tiny_net.py", "a") as f:
         f.write("\n# changed\n")
-    code = invoke(["run", "--out", str(out), "--resume", "-q", "--device", "cpu"])
+    allow = ["--allow-plugin-path", str(folder)]
+    code = invoke(["run", "--out", str(out), "--resume", "-q", "--device", "cpu", *allow])
     assert code == 2
 
 

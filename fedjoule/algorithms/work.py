@@ -1,0 +1,112 @@
+"""A round's computation, counted: each local step's gradient evaluations, the algorithm's
+own vector FLOPs, and the server's aggregation FLOPs (docs/algorithms.md#computation).
+
+A client's compute time and energy in a round are its device's cost of one plain SGD step
+(3 x forward FLOPs x batch, devices/compute.py) times its *work*: the gradient evaluations
+of its steps plus its steps' vector FLOPs in units of one step's training FLOPs. FedAvg's
+work is its step count K exactly; STEM's, with two gradients per step, about 2K.
+
+Gradient evaluations are counted where the executor hands the algorithm `grad_at`, per
+local step index k: the count of step k is the largest number of calls any chunk
+(vectorised executor: one call evaluates all the chunk's clients) or client (sequential
+executor) made at k. A client with K_i steps is charged the counts of steps 0..K_i-1, so
+the count depends neither on the executor nor on which clients were selected. A fused
+plain-SGD step (dense.DenseGradient.descend, no `grad_at`) is one evaluation.
+"""
+
+import numpy as np
+import torch
+
+from fedjoule.algorithms.base import Algorithm, GradAt, RoundSetup
+from fedjoule.devices.compute import TRAINING_FLOPS_PER_FORWARD_FLOP
+
+
+class GradientCount:
+    """Gradient evaluations at each local step index of one round (`per_step[k]`)."""
+
+    def __init__(self) -> None:
+        self.per_step: list[int] = []
+
+    def record(self, k: int, calls: int) -> None:
+        """Step k made `calls` evaluations for one chunk or client; the step keeps the most."""
+        if len(self.per_step) <= k:
+            self.per_step.extend([0] * (k + 1 - len(self.per_step)))
+        self.per_step[k] = max(self.per_step[k], calls)
+
+    def direction(
+        self, algorithm: Algorithm, k: int, params, grad_at: GradAt, ctx, setup, active
+    ) -> torch.Tensor:
+        """`algorithm.direction` of step k, its calls of `grad_at` counted."""
+        calls = 0
+
+        def counted(p: torch.Tensor) -> torch.Tensor:
+            nonlocal calls
+            calls += 1
+            return grad_at(p)
+
+        out = algorithm.direction(k, params, counted, ctx, setup, active)
+        self.record(k, calls)
+        return out
+
+
+def evaluations(per_step: list[int], steps: np.ndarray | int) -> np.ndarray | int:
+    """Gradient evaluations of a client with `steps` local steps (an array: one per client):
+    the sum of the counts of steps 0..steps-1."""
+    cumulative = np.concatenate([[0], np.cumsum(np.asarray(per_step, dtype=np.int64))])
+    steps = np.asarray(steps)
+    if np.any(steps >= len(cumulative)):  # steps nobody ran (cannot happen in a round)
+        raise ValueError(f"{int(steps.max())} steps, {len(per_step)} counted")
+    out = cumulative[steps]
+    return int(out) if out.ndim == 0 else out
+
+
+def vector_work(
+    algorithm_cls: type[Algorithm], n_params: int, forward_flops: float, batch_size: int
+) -> float:
+    """The algorithm's vector FLOPs of one local step (`step_vector_flops` x P) in units of
+    one gradient evaluation's training FLOPs (3 x forward FLOPs x B)."""
+    step_flops = TRAINING_FLOPS_PER_FORWARD_FLOP * forward_flops * batch_size
+    return algorithm_cls.step_vector_flops * n_params / step_flops
+
+
+def local_work(
+    per_step: list[int], steps: np.ndarray | int, vector_per_step: float
+) -> np.ndarray | float:
+    """A client's computation in a round in units of one plain SGD step: gradient
+    evaluations + steps x vector work (FedAvg: `steps` exactly)."""
+    return evaluations(per_step, steps) + np.asarray(steps) * vector_per_step
+
+
+def dry_count(
+    section, steps: int, rounds: int = 2, seed: int = 0, lr: float = 0.01
+) -> list[list[int]]:
+    """Gradient evaluations per local step in each of the first `rounds` rounds, counted
+    by training one client `steps` steps on a 3-parameter quadratic, every round
+    aggregated: the count of the engines that do not train (later rounds repeat the last)."""
+    from fedjoule.algorithms.client_store import ClientStore
+    from fedjoule.algorithms.executor import SequentialExecutor
+    from fedjoule.algorithms.learning import aggregate_arrived, keep_client_state, train_clients
+    from fedjoule.algorithms.registry import build_algorithm
+
+    n_params = 3
+    algorithm = build_algorithm(section, 1, torch.ones(1), steps, lr, seed)
+    x = torch.linspace(-1, 1, n_params)[None, :]
+    y = torch.zeros(1, dtype=torch.int64)
+
+    def loss(theta, xb, yb):  # |theta - x|^2 / 2 over the batch
+        return 0.5 * ((theta - xb) ** 2).sum(-1).mean()
+
+    executor = SequentialExecutor(loss, x, y, torch.device("cpu"))
+    store = ClientStore(algorithm.client_state, n_params)
+    state = algorithm.init_state(torch.zeros(n_params))
+    ids, everyone = torch.zeros(1, dtype=torch.int64), torch.ones(1, dtype=torch.bool)
+    counts = []
+    for r in range(rounds):
+        setup = RoundSetup(lr, torch.tensor([steps]), r)
+        batch_idx = torch.zeros((1, steps, 1), dtype=torch.int64)
+        result = train_clients(algorithm, executor, state, ids, setup, batch_idx, store)
+        keep_client_state(store, result, everyone)
+        state = aggregate_arrived(algorithm, state, result, everyone)
+        counts.append(result.gradients.per_step)
+    return counts
+

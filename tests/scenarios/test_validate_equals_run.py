@@ -1,0 +1,45 @@
+"""`fedjoule validate` checks what `run` checks before it makes its folder (issue 21, item
+8): over a corpus of scenarios that load but may not run (trace files missing or
+malformed, data the partition cannot split, impossible topologies), validate's exit code
+equals a one-round run's, and a refused run leaves no folder."""
+
+import pytest
+
+from fedjoule.cli import invoke
+
+ONE_ROUND = ["training.rounds=1"]
+CORPUS = {
+    "valid": ("default", []),
+    "trace file missing": (
+        "default", ["availability.kind=trace", "availability.trace_file=/no/such/trace.csv"]
+    ),
+    "trace file malformed": (
+        "default", ["availability.kind=trace", "availability.trace_file={bad}"]
+    ),
+    "trace file empty of clients": (
+        "default", ["availability.kind=trace", "availability.trace_file={empty}"]
+    ),
+    "more clients than samples": (
+        "default", ["population.size=3000", "dataset.synthetic.avg_samples=1",
+                    "training.clients_per_round=10"]
+    ),
+    "valid cells": ("dense-small-cells", ["training.rounds=1"]),
+    "valid rural": ("rural-iot-low-snr", []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CORPUS))
+def test_validate_says_what_run_says(case, tmp_path, capsys):
+    (tmp_path / "bad.csv").write_text("who,when\n1,2\n")
+    (tmp_path / "empty.csv").write_text("client,start_s,end_s\n")
+    scenario, sets = CORPUS[case]
+    sets = [s.format(bad=tmp_path / "bad.csv", empty=tmp_path / "empty.csv") for s in sets]
+    options = [a for s in [*ONE_ROUND, *sets] for a in ("--set", s)]
+    validated = invoke(["validate", scenario, *options])
+    out = tmp_path / "run"
+    ran = invoke(["run", scenario, *options, "--out", str(out), "-q", "--device", "cpu"])
+    message = capsys.readouterr().err
+    assert validated == ran, message
+    assert ran in (0, 2)
+    if ran == 2:
+        assert not out.exists()
