@@ -146,7 +146,7 @@ MUTATIONS: list[dict] = [
     *({"channel.path_loss": "free-space", "channel.carrier_hz": v} for v in (1.0, 1e30)),
     *({"channel.path_loss": "log-distance", "channel.pl_exponent": v} for v in (0.0, 10.0)),
     *({"channel.noise_dbm_per_hz": v} for v in (-300.0, 0.0, 100.0)),
-    *({"channel.bits_per_param": v} for v in (1, 64)),
+    *({"channel.bits_per_param": v} for v in (16, 64)),
     *({"channel.header_bits": v} for v in (0, 10**9)),
     *(
         {

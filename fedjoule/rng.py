@@ -33,8 +33,9 @@ STREAM_IDS = {
     "overcommit": 19,
     "battery": 20,
     "compute_spread": 21,
-    "interference": 22,
-    "link_trace": 23,
+    "compression": 22,
+    "interference": 23,
+    "link_trace": 24,
 }
 
 

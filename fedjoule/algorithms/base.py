@@ -47,6 +47,11 @@ class Context:
     per_client: dict[str, torch.Tensor] = field(default_factory=dict)
     local: dict[str, torch.Tensor] = field(default_factory=dict)
 
+    def vector(self, name: str) -> torch.Tensor:
+        """A per-client (m, P) entry when there is one (downlink compression gives each
+        client its own start and anchor), else the shared (P,) one."""
+        return self.per_client[name] if name in self.per_client else self.shared[name]
+
     def rows(self, index: slice) -> "Context":
         """The context of a subset of the clients (the sequential executor uses one row)."""
         return Context(
@@ -82,6 +87,19 @@ class Algorithm:
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
     needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
     config_class: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig  # the options' model
+    # compression (docs/compression.md): the uploads that go on the air, one per uplink
+    # vector; those named in upload_references are sent as their difference to that
+    # context entry (which the server knows) and rebuilt as reference + decoded
+    uplink_wire: ClassVar[tuple[str, ...]] = ("model",)
+    upload_references: ClassVar[dict[str, str]] = {"model": "start"}
+    # downlink compression gives each client its own start (and anchor): an algorithm
+    # allows it only when its clients read those through ctx.vector and need no other
+    # broadcast vector
+    downlink_compressible: ClassVar[bool] = False
+    downlink_refusal: ClassVar[str] = (
+        "it does not declare downlink_compressible = True (its clients must read start and "
+        "anchor through ctx.vector and need no other broadcast vector)"
+    )
     # FLOPs per parameter of the algorithm's own vector operations in one local step, beyond
     # plain SGD's (a correction term and its addition to the gradient); gradient
     # evaluations are counted, not stated (work.py, docs/algorithms.md#computation)
@@ -187,6 +205,44 @@ class Algorithm:
         """New values of the persistent client-state rows (kept only for clients that
         finished their local training)."""
         return {}
+
+    # ------------------------------------------------------------------ compression
+    @classmethod
+    def compression_refusal(cls, config, direction: str) -> str | None:
+        """Why this algorithm cannot compress `direction` ('uplink', 'downlink'); None: it can."""
+        if direction == "downlink":
+            return None if cls.downlink_compressible else cls.downlink_refusal
+        if len(cls.uplink_wire) != cls.uplink_vectors:
+            return (
+                f"uplink_wire names {len(cls.uplink_wire)} uploads but uplink_vectors is "
+                f"{cls.uplink_vectors}"
+            )
+        return None
+
+    def wire_uploads(self, uploads: dict, ctx: Context) -> dict[str, torch.Tensor]:
+        """The (m, P) vectors on the air: each `uplink_wire` upload, as its difference to
+        its reference where `upload_references` names one."""
+        return {
+            name: uploads[name] - ctx.vector(self.upload_references[name])
+            if name in self.upload_references
+            else uploads[name]
+            for name in self.uplink_wire
+        }
+
+    def from_wire(self, decoded: dict, uploads: dict, ctx: Context) -> dict:
+        """The uploads as the server rebuilds them from the decoded vectors."""
+        out = dict(uploads)
+        for name, value in decoded.items():
+            ref = self.upload_references.get(name)
+            out[name] = value + ctx.vector(ref) if ref else value
+        return out
+
+    def received(self, ctx: Context, start_rows: torch.Tensor) -> None:
+        """Downlink compression: each client starts from its own reconstruction (m, P) of
+        the broadcast start, which is also its anchor."""
+        ctx.per_client["start"] = start_rows
+        if "anchor" in ctx.shared:
+            ctx.per_client["anchor"] = start_rows
 
     # ------------------------------------------------------------------ loss probe
     def probe_model(self, state: dict[str, Any]) -> torch.Tensor:

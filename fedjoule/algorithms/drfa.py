@@ -67,6 +67,9 @@ class Drfa(Algorithm):
     name = "drfa"
     uplink_vectors = 2  # final model and snapshot
     needs_probe = True
+    uplink_wire = ("model", "snapshot")
+    upload_references = {"model": "start", "snapshot": "start"}
+    downlink_compressible = True  # (the probe's model goes uncompressed)
 
     @classmethod
     def aggregation_flops(cls, n_params, arrived):
@@ -100,6 +103,10 @@ class Drfa(Algorithm):
             shared={"start": w, "anchor": w, "t_snap": self.snapshot_step(setup)},
             local={"snapshot": w.expand(len(client_ids), -1).clone()},
         )
+
+    def received(self, ctx, start_rows):
+        super().received(ctx, start_rows)
+        ctx.local["snapshot"] = start_rows.clone()  # a client that stops before t' sends it
 
     def after_step(self, k, params, ctx, active):
         if k + 1 == ctx.shared["t_snap"]:

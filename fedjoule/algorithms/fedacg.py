@@ -22,6 +22,7 @@ class FedACG(Algorithm):
     """Clients start from the look-ahead w + lambda m and stay near it; server momentum."""
 
     name = "fedacg"
+    downlink_compressible = True  # the look-ahead is the one broadcast vector
     step_vector_flops = 3  # 2 beta (theta - look-ahead): subtract, multiply; added
 
     @classmethod
@@ -37,7 +38,7 @@ class FedACG(Algorithm):
         return Context(shared={"start": look_ahead, "anchor": look_ahead})
 
     def correction(self, params, ctx):
-        return 2 * self.config.beta * (params - ctx.shared["anchor"])  # d/dtheta beta |.|^2
+        return 2 * self.config.beta * (params - ctx.vector("anchor"))  # d/dtheta beta |.|^2
 
     def aggregate(self, state, uploads, client_ids):
         # m <- lambda m + mean(theta_i - look-ahead);  w <- w + m = mean theta_i

@@ -18,3 +18,4 @@ class FedAvg(Algorithm):
     """Clients run plain local SGD from the global model; the server takes the n_i-weighted mean."""
 
     name = "fedavg"
+    downlink_compressible = True

@@ -36,6 +36,19 @@ class FedDC(Algorithm):
     uplink_vectors = 2
     downlink_vectors = 2
     client_state = ("h_i", "c_i")
+    uplink_wire = ("delta", "delta_c")  # the model is rebuilt as start + delta
+    upload_references = {}
+    downlink_refusal = "its broadcast carries the control variate c beside the model"
+
+    @classmethod
+    def compression_refusal(cls, config, direction):
+        if direction == "uplink" and config.aggregation == "paper":
+            return (
+                "aggregation: paper averages theta_i + h_i, which the server cannot rebuild "
+                "from the compressed delta_i (it does not know h_i); use aggregation: code"
+            )
+        return super().compression_refusal(config, direction)
+
     # alpha_i (theta + h_i - w) + c / w_i - c_i: six operations; added to the gradient
     step_vector_flops = 7
 
@@ -77,6 +90,11 @@ class FedDC(Algorithm):
         out = {"model": params, "delta": delta, "delta_c": weighted_dc}
         if self.config.aggregation == "paper":
             out["model_plus_drift"] = params + h_new
+        return out
+
+    def from_wire(self, decoded, uploads, ctx):
+        out = {**uploads, **decoded}
+        out["model"] = ctx.shared["start"] + decoded["delta"]
         return out
 
     def client_updates(self, params, ctx, rows, setup):

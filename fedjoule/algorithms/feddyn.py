@@ -45,6 +45,7 @@ class FedDyn(Algorithm):
 
     name = "feddyn"
     client_state = ("g_i",)
+    downlink_compressible = True
     step_vector_flops = 4  # alpha_i (theta - w) - g_i; added to the gradient
 
     @classmethod
@@ -64,11 +65,11 @@ class FedDyn(Algorithm):
 
     def correction(self, params, ctx):
         p = ctx.per_client
-        return dyn_correction(params, p["g_i"], p["alpha"], ctx.shared["anchor"])
+        return dyn_correction(params, p["g_i"], p["alpha"], ctx.vector("anchor"))
 
     def client_updates(self, params, ctx, rows, setup):
         p = ctx.per_client
-        return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.shared["anchor"])}
+        return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.vector("anchor"))}
 
     def aggregate(self, state, uploads, client_ids):
         w, h = dyn_server(

@@ -22,7 +22,8 @@ class FedProx(Algorithm):
     """FedAvg plus the gradient mu * (theta - w) of the proximal term at every local step."""
 
     name = "fedprox"
+    downlink_compressible = True
     step_vector_flops = 3  # mu (theta - w): subtract, multiply; added to the gradient
 
     def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor:
-        return self.config.mu * (params - ctx.shared["anchor"])
+        return self.config.mu * (params - ctx.vector("anchor"))

@@ -42,6 +42,7 @@ class FoolsGold(Algorithm):
     """Server keeps H_i = sum of client i's updates; aggregation weights from cosine similarity."""
 
     name = "foolsgold"
+    downlink_compressible = True
 
     @classmethod
     def aggregation_flops(cls, n_params, arrived):

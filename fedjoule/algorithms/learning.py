@@ -54,18 +54,26 @@ def train_clients(
     freeloaders: torch.Tensor | None = None,
     freeloader_model=None,
     buffers: torch.Tensor | None = None,
+    compressor=None,
 ) -> LocalResult:
     """Step 3 of a round: every selected client trains, in one executor call.
 
     Freeloaders (bool mask over the m clients) do not train (their steps are masked);
     `freeloader_model(start_row)` fabricates what they upload instead. `buffers`: the
     clients' (m, B) running statistics at the start (batch norm), updated by training.
+    `compressor` (compression.Compressor): what the clients receive and what the server
+    decodes from their uploads (docs/compression.md); its per-client rows (residuals, the
+    model each client holds) are client state like the algorithm's.
     """
     device = state["w"].device
-    rows = {n: store.get(n, client_ids, device) for n in algorithm.client_state} if store else {}
+    names = algorithm.client_state + (compressor.state_names(algorithm) if compressor else ())
+    rows = {n: store.get(n, client_ids, device) for n in names} if store else {}
     if freeloaders is not None and freeloaders.any():
         setup.steps = torch.where(freeloaders, 0, setup.steps)
     ctx = algorithm.context(state, client_ids, rows, setup)
+    kept = {}
+    if compressor is not None:
+        kept = compressor.downlink_step(algorithm, ctx, rows, client_ids, setup.round_index)
     count = GradientCount()
     if buffers is None:
         params = executor.train(algorithm, ctx, setup, batch_idx, count=count)
@@ -76,6 +84,11 @@ def train_clients(
             params[i] = freeloader_model(params[i])
     uploads = algorithm.uploads(params, ctx, setup)
     updates = algorithm.client_updates(params, ctx, rows, setup)
+    if compressor is not None:
+        uploads, residuals = compressor.uplink_step(
+            algorithm, uploads, ctx, rows, client_ids, setup.round_index
+        )
+        updates = {**updates, **kept, **residuals}
     return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count)
 
 

@@ -30,6 +30,8 @@ class Scaffold(Algorithm):
     uplink_vectors = 2  # delta y, delta c
     downlink_vectors = 2  # x, c
     client_state = ("c_i",)
+    uplink_wire = ("delta_y", "delta_c")  # differences already: sent as they are
+    downlink_refusal = "its broadcast carries the control variate c beside the model"
     step_vector_flops = 2  # c - c_i; added to the gradient
 
     @classmethod

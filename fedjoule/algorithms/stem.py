@@ -27,6 +27,9 @@ class Stem(Algorithm):
     name = "stem"
     uplink_vectors = 2
     downlink_vectors = 2
+    uplink_wire = ("model", "momentum")
+    upload_references = {"model": "start", "momentum": "d"}  # d: the broadcast momentum
+    downlink_refusal = "its broadcast carries the momentum d beside the model"
     # d - g(x_{k-1}), x (1 - a), g(x_k) + (.): the STORM update (its gradients are counted)
     step_vector_flops = 3
 

@@ -49,6 +49,8 @@ class Taco(Algorithm):
     """Step g + gamma (1 - alpha_i) Delta; alpha-weighted aggregation; expels freeloaders."""
 
     name = "taco"
+    uplink_wire = ("pseudo_grad",)  # a difference already (lr is the server's own)
+    downlink_refusal = "its clients use the last aggregated update Delta beside the model"
     step_vector_flops = 2  # gamma (1 - alpha_i) Delta: a multiply; added to the gradient
 
     @classmethod

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from fedjoule.algorithms.base import AlgorithmConfig
 from fedjoule.algorithms.fedavg import FedAvgConfig
 from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
 from fedjoule.errors import FedjouleError
@@ -896,6 +897,17 @@ def _rate(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _float_width(v) -> Iterator[tuple[str, str]]:
+    if v.bits_per_param not in (16, 32, 64):
+        yield (
+            "bits_per_param",
+            f"bits_per_param={v.bits_per_param}: the float width of an uncompressed value "
+            "must be 16, 32 or 64; to send fewer bits per parameter use the `compression` "
+            "section (compression.uplink: {kind: qsgd, levels: 8}, topk or sign; "
+            "docs/compression.md)",
+        )
+
+
 class ChannelSection(Section):
     """The wireless links between clients and the base station (docs/models.md#channel)."""
 
@@ -1017,7 +1029,13 @@ class ChannelSection(Section):
     noise_dbm_per_hz: DB = Field(-174.0, description="Thermal noise PSD (dBm/Hz).")
     noise_figure_db: float = Field(7.0, ge=0, le=MAX_DB, description="Receiver noise figure (dB).")
     bits_per_param: Int = Field(
-        32, ge=1, le=64, description="Bits per transmitted parameter (1 to 64)."
+        32,
+        ge=1,
+        le=64,
+        description="Float width of an uncompressed value (bits): 16 (IEEE half), 32 or 64. "
+        "The learning rounds what it sends to that width (16: cast to float16 and back); "
+        "fewer bits per parameter come from the `compression` section "
+        "(docs/compression.md).",
     )
     header_bits: Int = Field(
         1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
@@ -1043,7 +1061,7 @@ class ChannelSection(Section):
         "minimum over the attempt). Needs geometry (snr_db unset).",
     )
 
-    cross_checks = (_radius, _rate)
+    cross_checks = (_radius, _rate, _float_width)
 
 
 def _trace(v) -> Iterator[tuple[str, str]]:
@@ -1377,6 +1395,92 @@ def _interference(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _compression_options(v) -> Iterator[tuple[str, str]]:
+    needs = {"qsgd": "levels", "topk": "fraction"}
+    for name in ("levels", "fraction"):
+        if getattr(v, name) is not None and needs.get(v.kind) != name:
+            yield name, f"{name} is only used with kind={'qsgd' if name == 'levels' else 'topk'}"
+    if v.kind in needs and getattr(v, needs[v.kind]) is None:
+        yield needs[v.kind], f"kind={v.kind} needs {needs[v.kind]}"
+    if v.error_feedback and v.kind not in ("topk", "sign"):
+        yield "error_feedback", f"error_feedback is only used with kind=topk or sign, not {v.kind}"
+
+
+class LinkCompression(Section):
+    """How one direction's vectors are encoded (docs/compression.md)."""
+
+    kind: Literal["none", "qsgd", "topk", "sign"] = Field(
+        "none",
+        description="none: every value at channel.bits_per_param; qsgd: stochastic "
+        "quantisation to `levels` levels of |v| (Alistarh et al., NeurIPS 2017), 32 + P "
+        "ceil(log2(2 levels + 1)) bits; topk: the k = ceil(fraction P) largest-magnitude "
+        "entries at bits_per_param plus min(k ceil(log2 P), P) bits of positions (Stich et "
+        "al., NeurIPS 2018); sign: |v|_1 / P sign(v), 32 + P bits (Karimireddy et al., ICML "
+        "2019).",
+    )
+    levels: Int | None = Field(
+        None, ge=1, le=65_536, description="kind=qsgd: quantisation levels s (1 to 65,536)."
+    )
+    fraction: float | None = Field(
+        None, gt=0, le=1, description="kind=topk: share of the entries kept, in (0, 1]."
+    )
+    error_feedback: bool = Field(
+        False,
+        description="kind=topk or sign, uplink: each client keeps the residual e_i of what "
+        "compression left out and adds it to its next update (error feedback).",
+    )
+
+    cross_checks = (_compression_options,)
+
+
+def _downlink_feedback(v) -> Iterator[tuple[str, str]]:
+    if v.downlink.error_feedback:
+        yield (
+            "downlink.error_feedback",
+            "error_feedback is an uplink option: a compressed downlink already carries what "
+            "it left out into the next download (each client's copy of the model is the "
+            "reference, docs/compression.md)",
+        )
+
+
+class CompressionSection(Section):
+    """Update compression the learning feels: the server aggregates what it decodes
+    (docs/compression.md)."""
+
+    uplink: LinkCompression = Field(
+        default_factory=LinkCompression, description="The clients' uploads."
+    )
+    downlink: LinkCompression = Field(
+        default_factory=LinkCompression,
+        description="The broadcast: each client receives the compressed difference between "
+        "the model it starts from and the copy it holds.",
+    )
+
+    cross_checks = (_downlink_feedback,)
+
+
+def _compression_algorithm(v) -> Iterator[tuple[str, str]]:
+    from fedjoule.algorithms.registry import algorithm_class, section_model
+
+    section = v.compression
+    directions = [d for d in ("uplink", "downlink") if getattr(section, d).kind != "none"]
+    if not directions:
+        return
+    algorithm = v.algorithm
+    if not isinstance(algorithm, AlgorithmConfig):  # the raw view of a file with problems
+        raw = getattr(algorithm, "_data", algorithm)
+        algorithm = section_model(raw).model_validate(raw)
+    cls, options = algorithm_class(algorithm)
+    for direction in directions:
+        reason = cls.compression_refusal(options, direction)
+        if reason:
+            yield (
+                f"compression.{direction}.kind",
+                f"compression.{direction}.kind={getattr(section, direction).kind} cannot be "
+                f"used with algorithm {algorithm.name!r}: {reason}",
+            )
+
+
 class Scenario(Section):
     """A whole scenario: what is simulated and learnt, from one seed."""
 
@@ -1406,5 +1510,6 @@ class Scenario(Section):
     topology: TopologySection = Field(default_factory=TopologySection)
     energy: EnergySection = Field(default_factory=EnergySection)
     output: OutputSection = Field(default_factory=OutputSection)
+    compression: CompressionSection = Field(default_factory=CompressionSection)
 
-    cross_checks = (_clients_per_round, _min_clients, _interference)
+    cross_checks = (_clients_per_round, _min_clients, _compression_algorithm, _interference)

@@ -172,8 +172,9 @@ class Simulation:
         self.world = world
         n = world.population.size
         self.state = world.algorithm.init_state(world.w0)
+        compression = world.compressor.state_names(world.algorithm) if world.compressor else ()
         self.store = ClientStore(
-            world.algorithm.client_state,
+            world.algorithm.client_state + compression,
             world.model.n_params,
             budget_bytes=state_memory_bytes,
             spill_path=spill_path,
@@ -243,6 +244,7 @@ class Simulation:
             freeloaders,
             self.fabricate,
             buffers,
+            world.compressor,
         )
         self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
 
@@ -307,7 +309,7 @@ class Simulation:
         forward pass (about a third of a training step), the loss up."""
         world, channel = self.world, self.world.scenario.channel
         return {
-            "down_bits": world.n_params * channel.bits_per_param + channel.header_bits,
+            "down_bits": world.n_params * channel.bits_per_param + channel.header_bits,  # raw
             "compute_s": float(world.step_time_s[k]) / 3,
             "compute_energy_j": float(world.step_energy_j[k]) / 3,
             "up_bits": channel.header_bits + PROBE_LOSS_BITS,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedjoule.algorithms.compression import payload_bits
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.algorithms.work import dry_count, vector_work
 from fedjoule.channel.cell import Cell, place_cell
@@ -129,8 +130,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
     cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
     serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
     algorithm_cls, _ = algorithm_class(scenario.algorithm)
-    vector_bits = n_params * scenario.channel.bits_per_param
-    header = scenario.channel.header_bits
+    uplink_bits, downlink_bits = payload_bits(scenario, algorithm_cls, n_params)
     return SystemWorld(
         scenario=scenario,
         population=population,
@@ -145,8 +145,8 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         step_energy_j=step_energy_j,
         n_params=n_params,
         forward_flops=flops,
-        uplink_bits=algorithm_cls.uplink_vectors * vector_bits + header,
-        downlink_bits=algorithm_cls.downlink_vectors * vector_bits + header,
+        uplink_bits=uplink_bits,
+        downlink_bits=downlink_bits,
         algorithm_cls=algorithm_cls,
         vector_work=vector_work(algorithm_cls, n_params, flops, training.batch_size),
         gradient_counts=tuple(dry_count(scenario.algorithm, int(client_steps.max()))),

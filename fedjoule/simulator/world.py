@@ -9,6 +9,7 @@ from torch.func import grad, vmap
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.compression import Compressor, payload_bits
 from fedjoule.algorithms.dense import DenseGradient
 from fedjoule.algorithms.executor import (
     BufferedGradient,
@@ -58,6 +59,7 @@ class World:
     step_energy_j: np.ndarray  # (N,)
     uplink_bits: float  # per participating client
     downlink_bits: float
+    compressor: Compressor | None = None  # None: the uploads go as they are
     vector_work: float = 0.0  # the algorithm's vector FLOPs per step, in steps (work.py)
 
     @property
@@ -197,7 +199,7 @@ def build_world(
     training = scenario.training
     client_steps, nominal_steps = local_steps(training, data.client_samples)
     algorithm = build_algorithm(scenario.algorithm, n, samples, nominal_steps, training.lr, seed)
-    vector_bits = model.n_params * scenario.channel.bits_per_param
+    uplink_bits, downlink_bits = payload_bits(scenario, type(algorithm), model.n_params)
     cell, topology = build_network(scenario.channel, n, seed, scenario.topology)
     return World(
         scenario=scenario,
@@ -217,7 +219,8 @@ def build_world(
         freeloader=pick_freeloaders(scenario.population.freeloaders.fraction, n, seed),
         step_time_s=step_time_s,
         step_energy_j=step_energy_j,
-        uplink_bits=algorithm.uplink_vectors * vector_bits + scenario.channel.header_bits,
-        downlink_bits=algorithm.downlink_vectors * vector_bits + scenario.channel.header_bits,
+        uplink_bits=uplink_bits,
+        downlink_bits=downlink_bits,
+        compressor=Compressor.build(scenario, w0.to(torch_device)),
         vector_work=vector_work(type(algorithm), model.n_params, flops, training.batch_size),
     )
