@@ -895,13 +895,14 @@ def capacity(
     candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).
 
     search: clients_per_round (the largest m meeting the limits), uplink_bandwidth_hz (the
-    smallest B, to 0.1 %) or none (the scenario's own figures). deadline_s: round time
-    limit (default the scenario's round.deadline_s); energy_budget_j: per-device energy
-    limit per round; rounds: system-only rounds simulated per candidate (None: enough for
-    20 observations above the quantile); quantile: judge the time and device energy at
+    smallest B, to 0.1 %), concurrency (the largest protocol.concurrency, for protocol.kind
+    async or buffered; docs/protocols.md) or none (the scenario's own figures). deadline_s:
+    round time limit (default the scenario's round.deadline_s); energy_budget_j: per-device
+    energy limit per round; rounds: system-only rounds simulated per candidate (None: enough
+    for 20 observations above the quantile); quantile: judge the time and device energy at
     this quantile (1: the worst); over: clients (the time from a round's start to each
-    client's arrival, over client-rounds) or rounds (each round's whole duration); seeds:
-    a count N (seeds 0..N-1) or a list: the answer per seed and its mean and 95 % CI.
+    client's arrival, over client-rounds) or rounds (each round's whole duration); seeds: a
+    count N (seeds 0..N-1) or a list: the answer per seed and its mean and 95 % CI.
     quiet: False prints the figures table.
     """
     from fedjoule import arguments

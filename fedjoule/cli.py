@@ -629,7 +629,8 @@ def capacity(
         str,
         typer.Option(
             help="clients_per_round: the largest m meeting the limits; uplink_bandwidth_hz: "
-            "the smallest B (to 0.1 %); none: only the scenario's own figures."
+            "the smallest B (to 0.1 %); concurrency: the largest protocol.concurrency "
+            "(protocol.kind async or buffered); none: only the scenario's own figures."
         ),
     ] = "clients_per_round",
     deadline_s: Annotated[

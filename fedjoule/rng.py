@@ -36,6 +36,9 @@ STREAM_IDS = {
     "compression": 22,
     "interference": 23,
     "link_trace": 24,
+    # (40 on: clear of the ids that other streams are taking from 22 up)
+    "random_layers": 40,
+    "random_layers_batched": 41,
 }
 
 

@@ -70,11 +70,18 @@ class RoundSetup:
     round_index: int = 0
     weight_decay: float = 0.0
     clip_grad_norm: float | None = None
+    client_ids: torch.Tensor | None = None  # (m,) who they are (keys of their random draws)
 
     def rows(self, index: slice) -> "RoundSetup":
-        """The setup of a subset of the clients (their steps; the rest shared)."""
+        """The setup of a subset of the clients (their steps and ids; the rest shared)."""
+        ids = None if self.client_ids is None else self.client_ids[index]
         return RoundSetup(
-            self.lr, self.steps[index], self.round_index, self.weight_decay, self.clip_grad_norm
+            self.lr,
+            self.steps[index],
+            self.round_index,
+            self.weight_decay,
+            self.clip_grad_norm,
+            ids,
         )
 
 

@@ -5,9 +5,14 @@ clients: the m clients' parameters are rows of one (m, P) tensor and every local
 step takes `vmap(grad(loss))` over them with per-client minibatches gathered in
 one indexing operation. The sequential executor runs the same algorithm functions
 with plain autograd, one client at a time; tests hold the two equal.
+
+Random layers (dropout) draw each client's numbers from that client's own generator
+(ClientDraws), so both executors draw the same masks and stay equal.
 """
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
@@ -45,6 +50,106 @@ def minibatch_indices(
     return torch.from_numpy(out.reshape(len(client_ids), steps, batch_size))
 
 
+def global_generators(device: torch.device) -> list[torch.Generator]:
+    """The generators torch's random layers draw from for a model on `device`: the CPU's,
+    and the GPU's for a CUDA model."""
+    gens = [torch.default_generator]
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        gens.append(torch.cuda.default_generators[index])
+    return gens
+
+
+def draws_random_numbers(fn: Callable[[], object], device: torch.device) -> bool:
+    """Whether `fn()` draws from torch's global generators (their states change); they are
+    put back as they were."""
+    gens = global_generators(device)
+    before = [g.get_state() for g in gens]
+    try:
+        fn()
+        return any(not torch.equal(g.get_state(), s) for g, s in zip(gens, before, strict=True))
+    finally:
+        for g, s in zip(gens, before, strict=True):
+            g.set_state(s)
+
+
+class ClientDraws:
+    """Each client's random numbers (dropout masks) in a round come from its own generator,
+    stream (seed, "random_layers", round, client), continued from one gradient evaluation of
+    that client to its next: they depend on neither the executor nor the other clients
+    selected, and a resumed run draws the same. Torch's random layers take no generator, so
+    the global ones (global_generators) hold the client's state during its evaluation and
+    get theirs back afterwards.
+
+    `batched`: vmap(..., randomness="different") draws all clients' numbers in one call;
+    they then come from one generator per round and chunk of clients, stream
+    (seed, "random_layers_batched", round, *client ids): reproducible, not the per-client
+    draws (the `vmap` and `compiled` executors)."""
+
+    def __init__(self, seed: int, device: torch.device, batched: bool = False):
+        self.seed = seed
+        self.device = device
+        self.batched = batched
+        self.states: list[list[torch.Tensor]] = []
+
+    def begin(self, setup: RoundSetup, m: int) -> None:
+        """Fresh generators for the m clients of `setup` (ids: setup.client_ids, else 0..m-1)."""
+        ids = with_client_ids(setup, m).client_ids.tolist()
+        r = setup.round_index
+        if self.batched:
+            self.states = [self._seeded(rng.seed_int(self.seed, "random_layers_batched", r, *ids))]
+        else:
+            self.states = [
+                self._seeded(rng.seed_int(self.seed, "random_layers", r, k)) for k in ids
+            ]
+
+    def _seeded(self, seed: int) -> list[torch.Tensor]:
+        return [
+            torch.Generator(device=g.device).manual_seed(seed).get_state()
+            for g in global_generators(self.device)
+        ]
+
+    @contextmanager
+    def client(self, i: int) -> Iterator[None]:
+        """Random layers draw from client i's generator (batched: the one) inside."""
+        gens = global_generators(self.device)
+        saved = [g.get_state() for g in gens]
+        for g, state in zip(gens, self.states[i], strict=True):
+            g.set_state(state)
+        try:
+            yield
+        finally:
+            self.states[i] = [g.get_state() for g in gens]
+            for g, state in zip(gens, saved, strict=True):
+                g.set_state(state)
+
+
+def with_client_ids(setup: RoundSetup, m: int) -> RoundSetup:
+    """`setup`, its clients numbered 0..m-1 when it does not say who they are (the keys of
+    their random draws, the same in every executor)."""
+    if setup.client_ids is not None:
+        return setup
+    return dataclasses.replace(setup, client_ids=torch.arange(m))
+
+
+def own_draws(draws: ClientDraws | None, i: int):
+    """Client i's draws, or nothing for a model without random layers."""
+    return nullcontext() if draws is None else draws.client(i)
+
+
+class DrawnTogether:
+    """A batched gradient (vmap(..., randomness="different")) whose random layers draw from
+    the batched generator of `draws`."""
+
+    def __init__(self, fn: Callable, draws: ClientDraws):
+        self.fn = fn
+        self.draws = draws
+
+    def __call__(self, *args):
+        with self.draws.client(0):
+            return self.fn(*args)
+
+
 def start_params(ctx: Context, m: int) -> torch.Tensor:
     """Where each client starts: a per-client `start`, or the shared one for all."""
     if "start" in ctx.per_client:
@@ -61,10 +166,13 @@ class LoopGradient:
     autograd for convolutions over whole rounds, and runs nn.LSTM's backward as per-time-step
     operations where autograd calls the fused kernel (5-6x faster for char-lstm; vmap has
     no batching rule for the LSTM at all). benchmarks/RESULTS.md, "New models". Same
-    values as vmap(grad(loss)) to float rounding."""
+    values as vmap(grad(loss)) to float rounding. Also the gradient of any model with
+    random layers: each client draws from its own generator (`draws`), as it does in the
+    sequential executor."""
 
-    def __init__(self, loss: LossFn):
+    def __init__(self, loss: LossFn, draws: ClientDraws | None = None):
         self.loss = loss
+        self.draws = draws
         self._out: list[torch.Tensor] = []
         self._flip = 0
 
@@ -80,7 +188,8 @@ class LoopGradient:
         self._flip ^= 1  # two buffers: two calls in one step (STEM) do not collide
         out = self._out[self._flip]
         for i in range(len(params)):
-            out[i] = self.grad(params[i], x[i], y[i])
+            with own_draws(self.draws, i):
+                out[i] = self.grad(params[i], x[i], y[i])
         return out
 
 
@@ -89,11 +198,21 @@ class BufferedGradient:
     (B,) statistics row goes in with its parameters and comes back updated by the step's
     forward pass; clients that finished their steps keep theirs. `per_client`: one client
     after another with plain autograd (convolutions on a CPU: torch.func's batch-norm
-    backward is slower there, benchmarks/RESULTS.md), else all at once with vmap."""
+    backward is slower there, benchmarks/RESULTS.md), else all at once with vmap. `draws`:
+    the random layers' generators (client by client: each client's own; with vmap: the
+    batched one, randomness="different")."""
 
-    def __init__(self, buffered_loss: Callable, per_client: bool = False):
+    def __init__(
+        self, buffered_loss: Callable, per_client: bool = False, draws: ClientDraws | None = None
+    ):
         self.buffered_loss = buffered_loss
-        self.batched = None if per_client else vmap(grad(buffered_loss, has_aux=True))
+        self.draws = draws
+        self.batched = None
+        if not per_client:
+            randomness = "error" if draws is None else "different"
+            self.batched = vmap(grad(buffered_loss, has_aux=True), randomness=randomness)
+            if draws is not None:
+                self.batched = DrawnTogether(self.batched, draws)
 
     def _one(self, params, buffers, x, y) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.enable_grad():
@@ -106,7 +225,10 @@ class BufferedGradient:
         if self.batched is not None:
             grads, updated = self.batched(params, buffers, x, y)
         else:
-            pairs = [self._one(params[i], buffers[i], x[i], y[i]) for i in range(len(params))]
+            pairs = []
+            for i in range(len(params)):
+                with own_draws(self.draws, i):
+                    pairs.append(self._one(params[i], buffers[i], x[i], y[i]))
             grads = torch.stack([g for g, _ in pairs])
             updated = torch.stack([b for _, b in pairs])
         buffers.copy_(torch.where(active.bool(), updated, buffers))
@@ -126,7 +248,9 @@ class VectorisedExecutor:
     gradient goes straight into its weights, without the flat (m, P) gradient.
     `buffered`: the gradient of a model with running statistics (BufferedGradient); its
     clients' (m, B) statistics are passed to `train` and updated in place.
-    `eval_loss(w, x, y, buffers)`: the loss in evaluation mode, for the loss probe."""
+    `eval_loss(w, x, y, buffers)`: the loss in evaluation mode, for the loss probe.
+    `draws`: the generators of a model with random layers (ClientDraws), shared with the
+    gradient that draws from them; renewed for each round and chunk of clients."""
 
     def __init__(
         self,
@@ -139,10 +263,12 @@ class VectorisedExecutor:
         fuse: bool = True,
         buffered: BufferedGradient | None = None,
         eval_loss: Callable | None = None,
+        draws: ClientDraws | None = None,
     ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
+        self.draws = draws
         self.batched_grad = fast_grad or vmap(grad(loss))
         self.buffered = buffered
         self.batched_loss = vmap(eval_loss or loss_as_eval(loss), in_dims=(None, 0, 0, None))
@@ -172,6 +298,7 @@ class VectorisedExecutor:
         n_params = ctx.shared["start"].numel()
         chunk = self.chunk_size(n_params, batch)
         count = GradientCount() if count is None else count
+        setup = with_client_ids(setup, m)
         if m <= chunk:
             return self._train(algorithm, ctx, setup, batch_idx, buffers, count)
         finals = []
@@ -197,6 +324,8 @@ class VectorisedExecutor:
     ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
         m, n_steps, batch = batch_idx.shape
+        if self.draws is not None:
+            self.draws.begin(setup, m)
         params = start_params(ctx, m)
         steps = setup.steps.to(self.device)
         all_active = int(steps.min())  # before this step every client is still training
@@ -263,22 +392,26 @@ class SequentialExecutor:
         device: torch.device,
         buffered_loss: Callable | None = None,
         eval_loss: Callable | None = None,
+        draws: ClientDraws | None = None,
     ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
+        self.draws = draws
         self.loss = loss
         self.buffered_loss = buffered_loss
         self.eval_loss = eval_loss or loss_as_eval(loss)
 
     def _grad(self, theta: torch.Tensor, xb, yb, buffers=None) -> torch.Tensor:
-        """The gradient at `theta`; `buffers` (B,), if given, updated in place."""
+        """The gradient at `theta`; `buffers` (B,), if given, updated in place; random
+        layers draw from the client's generator (the one client of `draws`)."""
         theta = theta.detach().requires_grad_(True)
-        if buffers is None:
-            loss = self.loss(theta, xb, yb)
-        else:
-            loss, updated = self.buffered_loss(theta, buffers, xb, yb)
-            buffers.copy_(updated)
+        with own_draws(self.draws, 0):
+            if buffers is None:
+                loss = self.loss(theta, xb, yb)
+            else:
+                loss, updated = self.buffered_loss(theta, buffers, xb, yb)
+                buffers.copy_(updated)
         (g,) = torch.autograd.grad(loss, theta)
         return g
 
@@ -293,6 +426,7 @@ class SequentialExecutor:
     ) -> torch.Tensor:
         m = batch_idx.shape[0]
         count = GradientCount() if count is None else count
+        setup = with_client_ids(setup, m)
         starts = start_params(ctx, m)
         finals = []
         for i in range(m):
@@ -301,6 +435,8 @@ class SequentialExecutor:
             theta = starts[i : i + 1]
             one = torch.ones((1, 1), dtype=theta.dtype, device=theta.device)
             own_buffers = None if buffers is None else buffers[i]  # a view: updated in place
+            if self.draws is not None:
+                self.draws.begin(own_setup, 1)
             for k in range(int(setup.steps[i])):
                 idx = batch_idx[i, k].to(self.device)
                 xb, yb = self.x[idx], self.y[idx]

@@ -70,6 +70,8 @@ def train_clients(
     rows = {n: store.get(n, client_ids, device) for n in names} if store else {}
     if freeloaders is not None and freeloaders.any():
         setup.steps = torch.where(freeloaders, 0, setup.steps)
+    if setup.client_ids is None:  # the keys of each client's random draws (dropout)
+        setup.client_ids = client_ids
     ctx = algorithm.context(state, client_ids, rows, setup)
     kept = {}
     if compressor is not None:

@@ -28,7 +28,8 @@ from fedjoule.simulator.system import SystemEngine
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 
-SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "none")
+SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
+LARGEST = ("clients_per_round", "concurrency")  # searches for the largest value meeting
 OVER = ("clients", "rounds")  # what the time quantile is over
 TIME_FIELD = {"clients": "client_time_s", "rounds": "round_time_s"}
 DAY_S = 86_400.0
@@ -60,10 +61,15 @@ def default_rounds(quantile: float, over: str = "rounds", clients_per_round: int
     return max(MIN_ROUNDS, math.ceil(round(TAIL_OBSERVATIONS / ((1 - q) * per_round), 9)))
 
 
-def variant(scenario: Scenario, clients_per_round=None, bandwidth_hz=None) -> Scenario:
-    """The scenario with another m or B, and no round deadline (rounds run to the end, so
-    their full duration is measured)."""
+def variant(
+    scenario: Scenario, clients_per_round=None, bandwidth_hz=None, concurrency=None
+) -> Scenario:
+    """The scenario with another m, B or protocol.concurrency, and no round deadline
+    (rounds run to the end, so their full duration is measured)."""
     training, channel = scenario.training, scenario.channel
+    if concurrency is not None:
+        protocol = scenario.protocol.model_copy(update={"concurrency": int(concurrency)})
+        scenario = scenario.model_copy(update={"protocol": protocol})
     if clients_per_round is not None:
         training = training.model_copy(update={"clients_per_round": int(clients_per_round)})
     if bandwidth_hz is not None:
@@ -151,7 +157,12 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     capacity figures. client_time_s: the q-quantile over client-rounds that arrive of the
     time from the round's start to the arrival; round_time_s: the q-quantile over rounds of
     the round's duration; device_energy_j: the q-quantile over client-rounds (every
-    selected client) of its energy in that round (numpy's linear-interpolation quantile)."""
+    selected client) of its energy in that round (numpy's linear-interpolation quantile).
+    Under protocol.kind async, buffered or hierarchical the SimPy engine plays it without
+    training (a round is a server version; a client's time runs from its dispatch); so it
+    does with co-channel interference, link traces and FedScale capacity traces."""
+    if scenario.protocol.kind != "sync":
+        return evaluate_protocol(world, scenario, rounds, quantile)
     if needs_simpy(scenario):  # each rate follows the other cells or a measured series
         engine = SimpyCommonDraws(dataclasses.replace(world, scenario=scenario))
     else:
@@ -184,7 +195,51 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         engine.run_rounds(rounds, collect)
     else:
         engine.run(rounds, collect)
-    sim_time_s = engine.sim_time_s
+    lists = (durations, client_times, device_energy, energy_rounds, selected)
+    return figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
+        class_energy, class_participations))  # fmt: skip
+
+
+def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float):
+    """evaluate's figures from the SimPy engine without training, for a protocol: per
+    server version its duration, per client update its time from dispatch to arrival
+    and its energy (simulator/protocols.py)."""
+    from fedjoule.simulator.system_simpy import SimpySystemSimulation
+
+    sim = SimpySystemSimulation(dataclasses.replace(world, scenario=scenario))
+    pop, n_cells = world.population, world.topology.n_cells
+    n_classes = len(pop.class_names)
+    durations, device_energy, client_times, energy_rounds = [], [], [], []
+    airtime = np.zeros(n_cells)
+    class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
+    selected = 0
+
+    def collect(row: dict) -> None:
+        nonlocal selected
+        durations.append(row["sim_time_end_s"] - row["sim_time_start_s"])
+        energy_rounds.append(row["energy_total_j"])
+        for rec in sim.last_records:
+            selected += 1
+            if rec.outcome == "arrived":
+                client_times.append(rec.end_s - rec.spans[0][1])  # from its dispatch
+            device_energy.append(rec.energy_total_j)
+            airtime[rec.cell] += rec.uplink_airtime_s
+            c = pop.class_index[rec.client]
+            class_energy[c] += rec.energy_total_j
+            class_participations[c] += 1
+
+    sim.run(rounds, collect)
+    lists = (durations, client_times, device_energy, energy_rounds, selected)
+    return figures_of(scenario, world, rounds, quantile, sim.progress.sim_time_s, lists, airtime, (
+        class_energy, class_participations))  # fmt: skip
+
+
+def figures_of(scenario, world, rounds, quantile, sim_time_s, lists, airtime, classes) -> dict:
+    """The capacity figures from what a run collected."""
+    durations, client_times, device_energy, energy_rounds, selected = lists
+    class_energy, class_participations = classes
+    pop = world.population
+    n_classes = len(pop.class_names)
     class_size = np.bincount(pop.class_index, minlength=n_classes)
     capacity_j = np.bincount(pop.class_index, pop.battery_capacity_j, minlength=n_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -209,6 +264,7 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     return {
         "clients_per_round": scenario.training.clients_per_round,
         "uplink_bandwidth_hz": scenario.channel.uplink_bandwidth_hz,
+        **concurrency_of(scenario),
         "client_time_s": q_of(client_times),
         "round_time_s": q_of(durations),
         "mean_round_time_s": finite_or_none(float(np.mean(durations))),
@@ -224,6 +280,14 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
 
 
 # ---------------------------------------------------------------------------- candidates
+def concurrency_of(scenario: Scenario) -> dict:
+    """{"concurrency": its value} for async and buffered, else {}."""
+    protocol = scenario.protocol
+    if protocol.kind not in ("async", "buffered"):
+        return {}
+    return {"concurrency": protocol.concurrency or scenario.training.clients_per_round}
+
+
 def m_grid(n_clients: int) -> list[int]:
     """Every m up to FULL_SCAN_UP_TO clients, else GRID_POINTS geometric steps 1..N."""
     if n_clients <= FULL_SCAN_UP_TO:
@@ -254,7 +318,7 @@ def answer_of(figures: dict, search: str):
     meeting = [v for v, f in figures.items() if f["meets"]]
     if not meeting:
         return None
-    return max(meeting) if search == "clients_per_round" else min(meeting)
+    return max(meeting) if search in LARGEST else min(meeting)
 
 
 def non_monotone(figures: dict, search: str, answer) -> list[dict]:
@@ -263,7 +327,7 @@ def non_monotone(figures: dict, search: str, answer) -> list[dict]:
     if answer is None:
         return []
     values = sorted(figures)
-    if search == "clients_per_round":
+    if search in LARGEST:
         easy = [v for v in values if v < answer]
     else:
         easy = [v for v in values if v > answer]
@@ -334,14 +398,23 @@ def plan_capacity(
         own = world if world is not None and seed == world.scenario.seed else None
         plans.append(SeedPlan(seed, seeded, own or build_system_world(seeded)))
 
+    if search == "concurrency" and scenario.protocol.kind not in ("async", "buffered"):
+        raise FedjouleError(
+            f"--search concurrency needs protocol.kind async or buffered (the scenario has "
+            f"{scenario.protocol.kind})"
+        )
     if search == "uplink_bandwidth_hz":
         own_value = float(scenario.channel.uplink_bandwidth_hz)
+    elif search == "concurrency":
+        own_value = int(concurrency_of(scenario)["concurrency"])
     else:
         own_value = int(scenario.training.clients_per_round)
+    key = {"uplink_bandwidth_hz": "bandwidth_hz", "concurrency": "concurrency"}.get(
+        search, "clients_per_round"
+    )
 
     def run(plan: SeedPlan, value) -> dict:
         if value not in plan.figures:
-            key = "bandwidth_hz" if search == "uplink_bandwidth_hz" else "clients_per_round"
             candidate = variant(plan.scenario, **{key: value})
             m = candidate.training.clients_per_round
             r = default_rounds(quantile, over, m) if rounds is None else rounds
@@ -356,7 +429,7 @@ def plan_capacity(
 
     for plan in plans:
         run(plan, own_value)  # the scenario's own figures
-        if search == "clients_per_round":
+        if search in LARGEST:
             scan(plan, m_grid(plan.world.population.size), run, larger_is_harder=True)
             refine_m(plan, run)
         elif search == "uplink_bandwidth_hz":
@@ -443,7 +516,7 @@ def mean_figures(figures: list[dict], seed_stats: dict) -> dict:
     first = figures[0]
     out = {}
     for key, value in first.items():
-        if key in ("clients_per_round", "uplink_bandwidth_hz", "rounds"):
+        if key in ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "rounds"):
             out[key] = value
         elif key == "uplink_airtime_per_round_s":
             out[key] = [describe(f[key][c] for f in figures)["mean"] for c in range(len(value))]
@@ -489,6 +562,7 @@ def assemble(plans: list[SeedPlan], search: str, own_value, meets, settings: dic
             candidates.append({
                 "clients_per_round": figures["clients_per_round"],
                 "uplink_bandwidth_hz": figures["uplink_bandwidth_hz"],
+                **({"concurrency": figures["concurrency"]} if "concurrency" in figures else {}),
                 "rounds": figures["rounds"],
                 "seeds": len(rows),
                 **seed_stats,

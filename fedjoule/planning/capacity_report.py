@@ -49,6 +49,8 @@ def print_capacity(console, scenario, plan: dict) -> None:
         return ", judged" if field == judged else ""
 
     add("clients per round", lambda f: str(f["clients_per_round"]))
+    if "concurrency" in plan["scenario"]:  # protocol.kind async or buffered
+        add("protocol.concurrency", lambda f: str(f["concurrency"]))
     add("uplink bandwidth (Hz)", lambda f: f"{f['uplink_bandwidth_hz']:.4g}")
     add(f"client time to arrival, q={q:g} (s{mark('client_time_s')})",
         lambda f: with_ci(f, "client_time_s"))  # fmt: skip
@@ -106,7 +108,7 @@ def warn_non_monotone(console, search: str, regions: list[dict], prefix: str) ->
     """Candidates failing the limits on the easy side of the answer."""
     if not regions:
         return
-    side = "below" if search == "clients_per_round" else "above"
+    side = "below" if search in ("clients_per_round", "concurrency") else "above"
     spans = ", ".join(
         f"{r['from']:.6g}" if r["from"] == r["to"] else f"{r['from']:.6g}-{r['to']:.6g}"
         for r in regions
@@ -125,6 +127,9 @@ def write_capacity(folder: Path, plan: dict) -> None:
     if plan["candidates"] is not None:
         rows = plan["candidates"]
     else:
-        rows = [{c: figures[c] for c in CSV_COLUMNS} for figures in plan["evaluations"]]
+        columns = CSV_COLUMNS if "concurrency" not in plan["scenario"] else [
+            "concurrency", *CSV_COLUMNS
+        ]  # fmt: skip
+        rows = [{c: figures[c] for c in columns} for figures in plan["evaluations"]]
     write_table(folder / "capacity.csv", rows)
     write_json(folder / "capacity.json", plan)

@@ -155,6 +155,15 @@ def reprice_blockers(scenario: Scenario) -> list[str]:
     replay is a SimPy run that times them on the cell's channel."""
     reasons = []
     channel, round_ = scenario.channel, scenario.round
+    if scenario.protocol.kind in ("async", "buffered"):
+        reasons.append(
+            f"protocol.kind={scenario.protocol.kind}: the server dispatches when updates "
+            "arrive, so who takes part depends on the channel"
+        )
+    elif scenario.protocol.kind == "hierarchical":
+        reasons.append(
+            "protocol.kind=hierarchical: the replay plays sync rounds (docs/protocols.md)"
+        )
     if channel.outage != "none":
         reasons.append(
             f"channel.outage={channel.outage}: packet errors depend on the SNR, so who "

@@ -96,16 +96,18 @@ class RoundsFile:
     """rounds.csv: one row per round, appended and fsynced as soon as the round ends; its
     length and CRC-32 go into every checkpoint (fedjoule.storage.AppendLog)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, extra: tuple | list = ()):
+        """`extra`: columns after ROUND_COLUMNS (a protocol's, docs/protocols.md)."""
         self.path = Path(path)
         self.log = AppendLog(self.path)
+        self.columns = [*ROUND_COLUMNS, *extra]
 
     def append(self, row: dict) -> None:
         text = io.StringIO()
         writer = csv.writer(text)
         if self.log.length == 0:
-            writer.writerow(ROUND_COLUMNS)
-        writer.writerow([cell(row.get(c)) for c in ROUND_COLUMNS])
+            writer.writerow(self.columns)
+        writer.writerow([cell(row.get(c)) for c in self.columns])
         self.log.append(text.getvalue().encode())
 
 
@@ -130,10 +132,11 @@ def read_rounds(path: Path, missing=math.nan) -> list[dict]:
         return [{k: _number(v, missing) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
-def write_clients(path: Path, rows: list[dict]) -> None:
+def write_clients(path: Path, rows: list[dict], extra: tuple | list = ()) -> None:
+    """clients.csv; `extra`: columns after CLIENT_COLUMNS (a protocol's)."""
     text = io.StringIO()
     writer = csv.writer(text)
-    columns = list(CLIENT_COLUMNS)
+    columns = [*CLIENT_COLUMNS, *extra]
     if rows and "mean_uplink_sinr_db" in rows[0]:  # channel.interference=cochannel
         at = columns.index("mean_uplink_snr_db") + 1
         columns[at:at] = ["mean_uplink_sinr_db", "p5_uplink_sinr_db"]

@@ -1342,6 +1342,196 @@ class OutputSection(Section):
     )
 
 
+# Which fields of the protocol section each kind reads (the others must stay none).
+PROTOCOL_FIELDS = {
+    "sync": (),
+    "async": ("concurrency", "mixing", "staleness", "staleness_a", "staleness_b"),
+    "buffered": (
+        "concurrency", "buffer_size", "server_lr", "staleness", "staleness_a", "staleness_b"
+    ),
+    "hierarchical": ("edge_rounds", "backhaul_energy_j_per_bit"),
+}
+
+
+def _protocol_fields(v) -> Iterator[tuple[str, str]]:
+    used = PROTOCOL_FIELDS[v.kind]
+    for name in sorted({f for fields in PROTOCOL_FIELDS.values() for f in fields} - set(used)):
+        if getattr(v, name) is not None:
+            kinds = [k for k, fields in PROTOCOL_FIELDS.items() if name in fields]
+            yield (
+                name,
+                f"{name} applies to kind {' or '.join(kinds)}, not to kind {v.kind} "
+                "(leave it out or set it to null)",
+            )
+
+
+class ProtocolSection(Section):
+    """How the server dispatches and aggregates (docs/protocols.md); default sync rounds.
+    Fields a kind does not read stay null; null fields a kind reads take the defaults named."""
+
+    kind: Literal["sync", "async", "buffered", "hierarchical"] = Field(
+        "sync",
+        description="sync: rounds (the rest of this file); async: FedAsync (Xie, Koyejo, "
+        "Gupta 2019), the server mixes each arriving model in; buffered: FedBuff (Nguyen et "
+        "al., AISTATS 2022), the server applies the mean of every buffer_size arrived "
+        "deltas; hierarchical: HierFAVG (Liu et al., ICC 2020), an edge server per cell "
+        "aggregates every round and the cloud every edge_rounds rounds.",
+    )
+    concurrency: Int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="async, buffered: clients training at any time (null: "
+        "training.clients_per_round; at most population.size).",
+    )
+    mixing: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="async: the mixing weight alpha in w <- (1 - alpha s) w + alpha s w_k "
+        "(null: 0.6, within the paper's 0.4-0.9 grid).",
+    )
+    staleness: Literal["constant", "polynomial", "hinge"] | None = Field(
+        None,
+        description="async, buffered: the staleness weight s(t) of an update t versions old: "
+        "constant 1; polynomial (t + 1)^-a; hinge 1 for t <= b, else 1 / (a (t - b) + 1) "
+        "(FedAsync's three; null: polynomial, with a = 0.5 FedBuff's 1 / sqrt(1 + t)).",
+    )
+    staleness_a: float | None = Field(
+        None, ge=0, le=1_000, description="a of polynomial and hinge (null: 0.5 polynomial, "
+        "10 hinge, FedAsync's settings)."
+    )
+    staleness_b: float | None = Field(
+        None, ge=0, le=MAX_ROUNDS, description="b of hinge, in versions (null: 4, FedAsync's)."
+    )
+    buffer_size: Int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="buffered: arrivals per aggregation K (null: training.clients_per_round; "
+        "FedBuff uses 10).",
+    )
+    server_lr: float | None = Field(
+        None, gt=0, le=1_000, description="buffered: the server learning rate (null: 1)."
+    )
+    edge_rounds: Int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="hierarchical: client rounds each edge server aggregates between two "
+        "cloud aggregations, kappa_2 of HierFAVG (null: 2).",
+    )
+    backhaul_energy_j_per_bit: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="hierarchical: energy of a bit crossing an edge server's backhaul to or "
+        "from the cloud (J/bit; null: 0, time only), charged to its own ledger column "
+        "energy_backhaul_j.",
+    )
+
+    cross_checks = (_protocol_fields,)
+
+    def value(self, name: str):
+        """A field's value, or its default when null (docs/protocols.md)."""
+        value = getattr(self, name)
+        if value is not None:
+            return value
+        if name == "staleness_a":
+            return 10.0 if self.value("staleness") == "hinge" else 0.5
+        return PROTOCOL_DEFAULTS[name]
+
+
+PROTOCOL_DEFAULTS = {
+    "mixing": 0.6,
+    "staleness": "polynomial",
+    "staleness_b": 4.0,
+    "server_lr": 1.0,
+    "edge_rounds": 2,
+    "backhaul_energy_j_per_bit": 0.0,
+}
+# algorithms whose server or client state assumes synchronous rounds: their reason
+SYNC_ONLY = {
+    "scaffold": "its control variates assume every update starts from the current model",
+    "feddyn": "its server state h and client gradients assume synchronous rounds",
+    "feddc": "its drift variables assume synchronous rounds",
+    "taco": "its per-client correction weights are computed over a synchronous round",
+    "drfa": "it needs a loss-probe set and a snapshot round",
+    "drdm": "it needs a loss-probe set each round",
+    "foolsgold": "it compares the updates of one round with each other",
+    "stem": "its server momentum assumes synchronous rounds",
+    "fedacg": "its server momentum is broadcast to synchronous rounds",
+}
+HIERARCHICAL_TOO = ("scaffold", "feddyn")  # state at the edges, mean at the cloud
+
+
+def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
+    kind, algorithm = v.protocol.kind, v.algorithm
+    if kind == "sync":
+        return
+    algorithm = getattr(algorithm, "_data", algorithm)  # the raw view of a file with problems
+    raw = isinstance(algorithm, dict)
+    name = algorithm.get("name", "fedavg") if raw else algorithm.name
+    reason = SYNC_ONLY.get(name)
+    if reason is None and name not in ("fedavg", "fedprox") and not raw:
+        reason = _plugin_reason(algorithm)
+    if reason and not (kind == "hierarchical" and name in HIERARCHICAL_TOO):
+        allowed = "fedavg, fedprox, scaffold, feddyn" if kind == "hierarchical" else (
+            "fedavg, fedprox"
+        )
+        yield (
+            "protocol.kind",
+            f"protocol.kind={kind} does not run algorithm.name={name}: {reason}; allowed: "
+            f"{allowed} and plug-ins that upload one model and keep no client state",
+        )
+
+
+def _plugin_reason(section) -> str | None:
+    """Why a plug-in algorithm cannot run outside sync rounds (None: it can)."""
+    from fedjoule.algorithms.registry import algorithm_class
+
+    try:
+        cls, _ = algorithm_class(section)
+    except Exception:  # noqa: BLE001 - the algorithm section reports its own problem
+        return None
+    if cls.client_state:
+        return f"it keeps client state ({', '.join(cls.client_state)})"
+    if cls.needs_probe:
+        return "it needs a loss-probe set"
+    if cls.uplink_vectors != 1 or cls.downlink_vectors != 1:
+        return "it does not exchange exactly one model each way"
+    return None
+
+
+def _protocol_round(v) -> Iterator[tuple[str, str]]:
+    p = v.protocol
+    if p.kind != "sync":
+        for direction in ("uplink", "downlink"):
+            kind = getattr(v.compression, direction).kind
+            if kind != "none":
+                yield (
+                    f"compression.{direction}.kind",
+                    f"compression.{direction}.kind={kind} is not combined with "
+                    f"protocol.kind={p.kind} yet (its client and server state assume sync "
+                    "rounds; docs/protocols.md): use none, or protocol.kind=sync",
+                )
+    if p.kind not in ("async", "buffered"):
+        return
+    if v.round.overcommit != 1:
+        yield "round.overcommit", f"round.overcommit applies to sync and hierarchical " \
+            f"rounds, not to protocol.kind={p.kind} (concurrency sets what is in flight)"
+    if v.training.participation != "fixed":
+        yield "training.participation", f"protocol.kind={p.kind} dispatches a client to each " \
+            "free slot: training.participation must be fixed"
+    if v.round.interval_s is not None:
+        yield "round.interval_s", f"protocol.kind={p.kind} has no rounds to schedule: " \
+            "round.interval_s must be null"
+    n = v.population.size
+    if p.concurrency is not None and p.concurrency > n:
+        yield "protocol.concurrency", f"protocol.concurrency ({p.concurrency}) exceeds " \
+            f"population.size ({n})"
+
+
 def _clients_per_round(v) -> Iterator[tuple[str, str]]:
     m, n = v.training.clients_per_round, v.population.size
     if m > n:
@@ -1369,6 +1559,12 @@ def _interference(v) -> Iterator[tuple[str, str]]:
             "population.capacity_trace",
             "population.capacity_trace sets every link's rate; it does not go with "
             "channel.trace or channel.interference=cochannel",
+        )
+    if channel.interference == "cochannel" and v.protocol.kind != "sync":
+        yield (
+            "channel.interference",
+            f"channel.interference=cochannel is for protocol.kind=sync rounds (got "
+            f"{v.protocol.kind}): set interference none or protocol.kind sync",
         )
     if channel.trace is not None and channel.interference == "cochannel":
         yield (
@@ -1511,5 +1707,13 @@ class Scenario(Section):
     energy: EnergySection = Field(default_factory=EnergySection)
     output: OutputSection = Field(default_factory=OutputSection)
     compression: CompressionSection = Field(default_factory=CompressionSection)
+    protocol: ProtocolSection = Field(default_factory=ProtocolSection)
 
-    cross_checks = (_clients_per_round, _min_clients, _compression_algorithm, _interference)
+    cross_checks = (
+        _clients_per_round,
+        _min_clients,
+        _compression_algorithm,
+        _protocol_algorithm,
+        _protocol_round,
+        _interference,
+    )

@@ -109,16 +109,18 @@ def check_scenario_file(saved: dict, path: Path, scenario_file: Path) -> None:
     from fedjoule.scenarios.loading import read_source
 
     recorded = saved.get("scenario_file_sha256")
-    if recorded is not None:
-        if file_sha256(scenario_file) != recorded:
-            raise FedjouleError(
-                f"{scenario_file} was changed since {path} was written (its SHA-256 differs), "
-                "so the run is not resumed and nothing it names is loaded; restore it, or "
-                "start a new run"
-            )
+    if recorded is not None and file_sha256(scenario_file) == recorded:
         return
     raw, _ = read_source(scenario_file)  # plain data: safe YAML, nothing imported
     differ = differences(saved["scenario"], json.loads(json.dumps(raw, default=str)))
+    if recorded is not None:
+        fields = f"; they differ in {', '.join(differ[:5])}" if differ else ""
+        raise FedjouleError(
+            f"{path} belongs to another scenario than {scenario_file}: the file was changed "
+            f"since the checkpoint was written, or the checkpoint is another run's "
+            f"(SHA-256{fields}), so the run is not resumed and nothing it names is loaded; "
+            "restore the file, or start a new run"
+        )
     if differ:
         raise FedjouleError(
             f"{path} belongs to another scenario than {scenario_file} (they differ in "
@@ -133,12 +135,25 @@ def check_belongs(saved: dict, path: Path, scenario_data: dict, scenario_file: P
             f"{path} was written by fedjoule {saved['fedjoule_version']}, this is "
             f"{__version__}; resume it with that version, or start a new run"
         )
+    scenario_data = without_default_protocol(saved, scenario_data)
     if saved["scenario_sha256"] != scenario_sha256(scenario_data):
         differ = ", ".join(differences(saved["scenario"], scenario_data)[:5]) or "its content"
         raise FedjouleError(
             f"{path} belongs to another scenario than {scenario_file} (they differ in "
             f"{differ}); a run resumes only with the scenario it started with"
         )
+
+
+def without_default_protocol(saved: dict, scenario_data: dict) -> dict:
+    """A checkpoint written before the scenario had a `protocol` section (sync rounds, the
+    default) belongs to the scenario whose protocol section is the default."""
+    from fedjoule.scenarios.schema import ProtocolSection
+
+    if "protocol" in saved["scenario"] or "protocol" not in scenario_data:
+        return scenario_data
+    if scenario_data["protocol"] != ProtocolSection().model_dump(mode="json"):
+        return scenario_data
+    return {k: v for k, v in scenario_data.items() if k != "protocol"}
 
 
 def differences(a: Any, b: Any, prefix: str = "") -> list[str]:

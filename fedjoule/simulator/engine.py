@@ -34,7 +34,9 @@ from fedjoule.algorithms.learning import (
 )
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.errors import FedjouleError
 from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
+from fedjoule.simulator import protocols
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.transfers import overcommit_count, play_clients
@@ -86,13 +88,14 @@ def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
 
 
 def select_clients(
-    candidates: np.ndarray, scenario, r: int, weights: np.ndarray | None = None
+    candidates: np.ndarray, scenario, r: int, weights: np.ndarray | None = None, key=()
 ) -> np.ndarray:
     """Step 2 of a round (both engines): ceil(overcommit m) clients among the candidates,
     uniformly or in proportion to `weights` over all N clients (DRFA's lambda; 0 excludes,
-    as TACO's expelled); or, with bernoulli participation, each with probability p."""
+    as TACO's expelled); or, with bernoulli participation, each with probability p.
+    `key`: more stream keys (an edge server's cell)."""
     training = scenario.training
-    gen = rng.stream(scenario.seed, "selection", r)
+    gen = rng.stream(scenario.seed, "selection", r, *key)
     if weights is not None:
         weights = weights[candidates]
         candidates, weights = candidates[weights > 0], weights[weights > 0]
@@ -165,6 +168,7 @@ class Simulation:
     """The state of one run between rounds: server/algorithm state, ledger, batteries."""
 
     divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
+    protocol = None  # simulator/protocols.py: None for sync rounds
 
     def __init__(self, world: World, state_memory_bytes: float | None = None, spill_path=None):
         """`state_memory_bytes`: client-state rows kept in memory before spilling to
@@ -194,6 +198,7 @@ class Simulation:
         # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
         self.sinr_db: dict[int, list[float]] = {}
         self.step_gradients: list[int] = []  # this round's gradient evaluations per step
+        self.protocol = protocols.make(self)  # None: sync rounds
 
     # ------------------------------------------------------------------ the story of a round
     def open_round(self, env: simpy.Environment, r: int):
@@ -206,8 +211,9 @@ class Simulation:
 
     def play_round(self, env: simpy.Environment, r: int):
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
+        if self.protocol is not None:  # hierarchical: a cloud round
+            return (yield from self.protocol.play_round(env, r))
         world, scenario = self.world, self.world.scenario
-        training, seed = scenario.training, scenario.seed
         row = yield from self.open_round(env, r)
         start_s, lr = row["sim_time_start_s"], row["lr"]
 
@@ -220,33 +226,7 @@ class Simulation:
             return self._close_row(row, env.now, [], failed=True)
 
         # 3. learning: every selected client's local steps in one executor call
-        ids = torch.as_tensor(selected)
-        steps = torch.as_tensor(world.client_steps[selected])
-        # an lr or weight decay past the model's float range cannot be applied (torch
-        # refuses such a scalar); the largest finite one diverges alike, and the row keeps
-        # the lr asked for
-        largest = float(torch.finfo(world.w0.dtype).max)
-        train_lr, decay = min(lr, largest), min(training.weight_decay, largest)
-        setup = RoundSetup(train_lr, steps, r, decay, training.clip_grad_norm)
-        batch_idx = minibatch_indices(
-            seed, r, selected, world.data.client_train, int(steps.max()), training.batch_size
-        )
-        freeloaders = torch.as_tensor(world.freeloader[selected])
-        buffers = self.start_buffers(ids)
-        result = train_clients(
-            world.algorithm,
-            world.executor,
-            self.state,
-            ids,
-            setup,
-            batch_idx,
-            self.store,
-            freeloaders,
-            self.fabricate,
-            buffers,
-            world.compressor,
-        )
-        self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
+        ids, setup, freeloaders, buffers, result = self.train_selected(self.state, selected, r, lr)
 
         # 4. the clients' processes: downlink, compute, uplink on the shared medium
         keep = arrivals_kept(scenario, len(selected))
@@ -278,6 +258,40 @@ class Simulation:
             yield env.timeout(scenario.round.server_time_s)
         return self._close_row(row, env.now, records, failed, probe_records)
 
+    def train_selected(self, state: dict, selected: np.ndarray, r: int, lr: float):
+        """Step 3: the selected clients' local steps from `state` in one executor call
+        (stream index r); returns their ids, the setup, the freeloader mask, the running
+        statistics they started from and the LocalResult."""
+        world, training, seed = self.world, self.world.scenario.training, self.world.scenario.seed
+        ids = torch.as_tensor(selected)
+        steps = torch.as_tensor(world.client_steps[selected])
+        # an lr or weight decay past the model's float range cannot be applied (torch
+        # refuses such a scalar); the largest finite one diverges alike, and the row keeps
+        # the lr asked for
+        largest = float(torch.finfo(world.w0.dtype).max)
+        train_lr, decay = min(lr, largest), min(training.weight_decay, largest)
+        setup = RoundSetup(train_lr, steps, r, decay, training.clip_grad_norm)
+        batch_idx = minibatch_indices(
+            seed, r, selected, world.data.client_train, int(steps.max()), training.batch_size
+        )
+        freeloaders = torch.as_tensor(world.freeloader[selected])
+        buffers = self.start_buffers(ids)
+        result = train_clients(
+            world.algorithm,
+            world.executor,
+            state,
+            ids,
+            setup,
+            batch_idx,
+            self.store,
+            freeloaders,
+            self.fabricate,
+            buffers,
+            world.compressor,
+        )
+        self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
+        return ids, setup, freeloaders, buffers, result
+
     def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:
         """The selected clients' running statistics (m, B) at the start of training: their
         own (batch_norm_stats local) or the server's; None for a model without any."""
@@ -297,12 +311,12 @@ class Simulation:
         online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
         return np.flatnonzero(online)
 
-    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
+    def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
         """This round's clients among the candidates, with the algorithm's weights."""
         weights = self.world.algorithm.selection_weights(self.state)
         if weights is not None:
             weights = weights.cpu().numpy().astype(float)
-        return select_clients(candidates, self.world.scenario, r, weights)
+        return select_clients(candidates, self.world.scenario, r, weights, key)
 
     def probe_costs(self, k: int) -> dict:
         """Client k's bits and computation in the loss probe: the probe model down, one
@@ -496,15 +510,17 @@ class Simulation:
         """The records whose spans make the round's events.jsonl lines."""
         return [*self.last_records, *self.outside_records]
 
-    def finish_round(self, row: dict, wall_s: float) -> dict:
+    def finish_round(self, row: dict, wall_s: float, evaluate: bool = True) -> dict:
         """Evaluation and the running summary after a round. A diverged round (its model
         NaN/inf, or its evaluation's loss) is evaluated, counts for neither the best
-        accuracy nor the target, and is the last one played."""
+        accuracy nor the target, and is the last one played. `evaluate` False: no
+        evaluation (a protocol's replay of the timeline, simulator/protocols.py)."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
         p.compute_time_s += row["max_compute_time_s"]
         diverged = row.get("diverged", 0) == 1
         reached = False
-        if (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged:
+        due = (r + 1) % training.eval_every == 0 or r + 1 == training.rounds or diverged
+        if due and evaluate:
             metrics = self.world.evaluator(self.state["w"], self.buffers_or_none())
             row.update(metrics)
             cause = self.divergence_cause if diverged else None
@@ -537,6 +553,8 @@ class Simulation:
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
+        if self.protocol is not None:
+            self.protocol.after_row(row)
         return row
 
     def detection_rates(self) -> dict:
@@ -555,6 +573,9 @@ class Simulation:
     def run(self, last_round: int, on_round: Callable[[dict], bool | None]) -> None:
         """Play rounds next_round .. last_round-1 in one SimPy environment; `on_round`
         returning False ends the run after that round."""
+        if self.protocol is not None and hasattr(self.protocol, "run"):  # async, buffered
+            self.protocol.run(last_round, on_round)
+            return
         env = simpy.Environment(initial_time=self.progress.sim_time_s)
 
         stop_at_target = self.world.scenario.training.stop_at_target
@@ -588,6 +609,7 @@ class Simulation:
             "client_buffers": None if self.client_buffers is None else self.client_buffers.cpu(),
             "radio": self.radios.state_dict(),
             **({"sinr_db": {str(k): v for k, v in self.sinr_db.items()}} if self.sinr_db else {}),
+            **({} if self.protocol is None else {"protocol": self.protocol.state_dict()}),
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -605,6 +627,10 @@ class Simulation:
             self.client_buffers = saved["client_buffers"].to(device)
         self.radios.load_state_dict(saved["radio"])
         self.sinr_db = {int(k): list(v) for k, v in saved.get("sinr_db", {}).items()}
+        if self.protocol is not None:
+            if "protocol" not in saved:
+                raise FedjouleError("the checkpoint holds no protocol state; start a new run")
+            self.protocol.load_state_dict(saved["protocol"])
 
     def finished(self) -> bool:
         """All rounds played, the target reached with stop_at_target, or diverged."""
@@ -645,6 +671,7 @@ class Simulation:
             "diverged_at_round": p.diverged_at_round,
             "diverged_reason": p.diverged_reason,
             **self.detection_rates(),
+            **({} if self.protocol is None else self.protocol.summary()),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}
 

@@ -16,7 +16,7 @@ from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
-from fedjoule.simulator import checkpoint
+from fedjoule.simulator import checkpoint, protocols
 from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
@@ -124,7 +124,8 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     scenario_data = scenario.model_dump(mode="json")
     budget = None if state_memory_mb is None else state_memory_mb * 2**20
     sim = Simulation(world, budget, out / "client_state.bin")
-    rounds_file, events = RoundsFile(out / "rounds.csv"), AppendLog(out / EVENTS)
+    extra = () if sim.protocol is None else protocols.ROUND_COLUMNS
+    rounds_file, events = RoundsFile(out / "rounds.csv", extra), AppendLog(out / EVENTS)
 
     scenario_file_sha256 = file_sha256(out / SCENARIO)
 
@@ -175,7 +176,8 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
     sim.run(last, record)
 
     sim.store.close()
-    write_clients(out / "clients.csv", client_rows(sim))
+    extra = () if sim.protocol is None else protocols.CLIENT_COLUMNS
+    write_clients(out / "clients.csv", client_rows(sim), extra)
     summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
     write_json(out / "summary.json", summary)
     if sim.finished():
@@ -218,6 +220,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "battery_left_j": float(sim.battery_j[k]),
                 "freeloader": int(world.freeloader[k]),
                 "flagged": None if flagged is None else int(flagged[k]),
+                **{name: int(sim.ledger[name][k]) for name in protocols.LEDGER if sim.protocol},
             }
         )
     return rows

@@ -36,6 +36,11 @@ ENERGY_KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j")
 def unsupported(scenario) -> list[str]:
     """What the numpy engine cannot produce for this scenario (empty: all of it)."""
     reasons = []
+    if scenario.protocol.kind != "sync":
+        reasons.append(
+            f"protocol.kind={scenario.protocol.kind} (it plays sync rounds only; "
+            "docs/protocols.md)"
+        )
     if scenario.output.events:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:

@@ -18,6 +18,7 @@ from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator import protocols
 from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
@@ -91,7 +92,8 @@ def run_system(
     write_text_atomically(out / "scenario.yaml", header + scenario_yaml(scenario))
     if on_start:
         on_start(world, engine, notices)
-    rounds_file = RoundsFile(out / "rounds.csv")
+    extra = () if scenario.protocol.kind == "sync" else protocols.ROUND_COLUMNS
+    rounds_file = RoundsFile(out / "rounds.csv", extra)
     last = scenario.training.rounds
     if engine == "numpy":
         sim = SystemEngine(world)
@@ -107,6 +109,8 @@ def run_system(
         sinr_db = sim.sinr_db if engine == "simpy" else None
         write_system_clients(out / "clients.csv", world, ledger, battery, sinr_db)
     summary = system_summary(world, ledger, battery, sim_time_s, last, engine, end_tail_j)
+    if engine == "simpy" and sim.protocol is not None:
+        summary.update(sim.protocol.summary())
     summary = with_round_totals(summary, out / "rounds.csv", scenario)
     summary["wall_time_s"] = time.perf_counter() - tic
     write_json(out / "summary.json", summary)

@@ -4,6 +4,7 @@ against, and its fallback for what it does not support (docs/system-engine.md)."
 import numpy as np
 import simpy
 
+from fedjoule.simulator import protocols
 from fedjoule.simulator.engine import LEDGER_FIELDS, Progress, Simulation, arrivals_kept
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
@@ -27,6 +28,7 @@ class SimpySystemSimulation(Simulation):
         self.last_records = []
         self.outside_records = []
         self.sinr_db = {}  # channel.interference=cochannel: each client's upload SINRs (dB)
+        self.protocol = protocols.make(self)  # async, buffered, hierarchical: no training
 
     @property
     def step_gradients(self) -> list[int]:
@@ -35,6 +37,8 @@ class SimpySystemSimulation(Simulation):
         return gradients_of_round(self.world, self.progress.next_round)
 
     def play_round(self, env: simpy.Environment, r: int):
+        if self.protocol is not None:  # hierarchical: a cloud round
+            return (yield from self.protocol.play_round(env, r))
         scenario = self.world.scenario
         row = yield from self.open_round(env, r)
         start_s = row["sim_time_start_s"]
@@ -54,7 +58,7 @@ class SimpySystemSimulation(Simulation):
             yield env.timeout(scenario.round.server_time_s)
         return self._close_row(row, env.now, records, failed)
 
-    def finish_round(self, row: dict, wall_s: float) -> dict:
+    def finish_round(self, row: dict, wall_s: float, evaluate: bool = False) -> dict:
         p = self.progress
         p.next_round = row["round"] + 1
         self.settle_between_rounds(row)
@@ -63,6 +67,8 @@ class SimpySystemSimulation(Simulation):
         p.sim_time_s = row["sim_time_end_s"]
         p.wall_time_s += wall_s
         row["wall_time_s"] = wall_s
+        if self.protocol is not None:
+            self.protocol.after_row(row)
         return row
 
     def finished(self) -> bool:

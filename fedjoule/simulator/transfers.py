@@ -134,41 +134,90 @@ def attempt_plan(
     return links, fails
 
 
-def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, keep: int, cost):
+def play_clients(
+    env: simpy.Environment,
+    sim,
+    r: int,
+    start_s: float,
+    selected,
+    keep: int,
+    cost,
+    backhaul: bool = True,
+):
     """SimPy process body: run the selected clients' rounds; returns their records.
 
     `keep` is the number of arrivals the server waits for (over-commit: once `keep`
     updates arrived, the clients still running are stopped and their updates discarded).
     `cost(k)` gives client k's `down_bits`, `compute_s`, `compute_energy_j` and `up_bits`.
+    `backhaul`: transfers cross the cell's backhaul to the server (False: the server sits
+    at the base station, an edge server of protocol.kind=hierarchical).
     """
+    world, scenario = sim.world, sim.world.scenario
+    serving = serving_cells(world)
+    load = np.bincount(serving[selected], minlength=world.topology.n_cells)
+    down_net = None
+    if getattr(scenario.channel, "interference", "none") == "cochannel":
+        up_net, down_net = cochannel_networks(env, scenario, world.cell, selected, r)
+        media = {int(c): up_net.medium(c) for c in np.flatnonzero(load)}
+    else:
+        media = {
+            int(c): make_medium(
+                env, scenario.channel.access, scenario.channel.uplink_bandwidth_hz,
+                scenario.channel.resource_blocks,
+            )
+            for c in np.flatnonzero(load)
+        }  # fmt: skip
+    deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
+    records, processes = start_clients(
+        env, sim, r, start_s, selected, media, load, deadline_s, cost, backhaul, down_net
+    )
+    if len(processes) > keep:
+        _stop_after_first(keep, records, processes)
+    yield env.all_of(processes)
+    if len(processes) > keep:  # arrivals at the same instant: keep the first `keep`
+        arrived = sorted(
+            (rec for rec in records if rec.outcome == "arrived"), key=lambda rec: rec.end_s
+        )
+        for rec in arrived[keep:]:
+            rec.outcome = "overcommit"
+    return records
+
+
+def serving_cells(world) -> np.ndarray:
+    """Each client's cell (all 0 with one cell)."""
+    if world.cell.serving_cell is not None:
+        return world.cell.serving_cell
+    return np.zeros(world.population.size, dtype=int)
+
+
+def start_clients(
+    env,
+    sim,
+    r: int,
+    start_s: float,
+    selected,
+    media: dict,
+    load,
+    deadline_s,
+    cost,
+    backhaul,
+    down_net=None,
+):
+    """Start the selected clients' processes (links and fading of stream index r) on the
+    cells' `media`, `load[c]` clients sharing cell c's band; returns records and processes.
+    `down_net`: the broadcast's CochannelNetwork (channel.interference=cochannel; the
+    media are then the uplink network's)."""
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
     radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
     fading = round_fading(channel, pop.size, seed, r)
     up_fading = fading[0]
     uplinks, downlinks = round_links(channel, world.cell, pop.tx_power_w, selected, fading)
-    serving = (
-        world.cell.serving_cell
-        if world.cell.serving_cell is not None
-        else np.zeros(pop.size, dtype=int)
-    )
-    load = np.bincount(serving[selected], minlength=world.topology.n_cells)
-    cochannel = getattr(channel, "interference", "none") == "cochannel"
-    if cochannel:
-        up_net, down_net = cochannel_networks(env, scenario, world.cell, selected, r)
-        media = {int(c): up_net.medium(c) for c in np.flatnonzero(load)}
-    else:
-        media = {
-            int(c): make_medium(
-                env, channel.access, channel.uplink_bandwidth_hz, channel.resource_blocks
-            )
-            for c in np.flatnonzero(load)
-        }
+    serving = serving_cells(world)
     traced = link_traces(channel) if getattr(channel, "trace", None) is not None else None
     capacity = getattr(scenario.population, "capacity_trace", None)
     if capacity is not None:
         capacity = load_capacity(capacity.file)
-    deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
     records, processes = [], []
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
         k, c = int(k), int(serving[k])
@@ -186,6 +235,7 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             fades,
         )
         radio = radios.plan_params(k) if radios is not None else None  # None: plain radiated
+        topology = world.topology
         plan = ClientPlan(
             client=k,
             downlink_s=float(
@@ -201,18 +251,18 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             uplink=links[0] if links else uplink,
             attempt_links=links,
             attempt_fails=fails,
-            backhaul_down_s=world.topology.backhaul_delay_s(k, own["down_bits"]),
-            backhaul_up_s=world.topology.backhaul_delay_s(k, own["up_bits"]),
+            backhaul_down_s=topology.backhaul_delay_s(k, own["down_bits"]) if backhaul else 0.0,
+            backhaul_up_s=topology.backhaul_delay_s(k, own["up_bits"]) if backhaul else 0.0,
             cell=c,
             radio=radio,
         )
-        if cochannel:
+        medium = media[c]
+        if down_net is not None:
             plan.downlink_medium, plan.downlink_link = down_net.medium(c), downlink
             if channel.rate == "fixed":  # the SINR decides, at its minimum over the attempt
                 plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
                 plan.fail_band_hz = nominal_bandwidth_hz(channel, int(load[c]))
                 plan.attempt_fails = [False] * (1 + channel.max_retx)
-        medium = media[c]
         if traced is not None:  # the client's own measured series, from its own offset
             up_trace, down_trace = traced
             if up_trace is not None:
@@ -239,16 +289,7 @@ def play_clients(env: simpy.Environment, sim, r: int, start_s: float, selected, 
             env.process(interrupt_at(env, process, stop_s, cause))
         records.append(record)
         processes.append(process)
-    if len(processes) > keep:
-        _stop_after_first(keep, records, processes)
-    yield env.all_of(processes)
-    if len(processes) > keep:  # arrivals at the same instant: keep the first `keep`
-        arrived = sorted(
-            (rec for rec in records if rec.outcome == "arrived"), key=lambda rec: rec.end_s
-        )
-        for rec in arrived[keep:]:
-            rec.outcome = "overcommit"
-    return records
+    return records, processes
 
 
 @functools.lru_cache(maxsize=8)

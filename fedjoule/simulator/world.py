@@ -8,14 +8,17 @@ import torch
 from torch.func import grad, vmap
 
 from fedjoule import rng
-from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.base import Algorithm, RoundSetup
 from fedjoule.algorithms.compression import Compressor, payload_bits
 from fedjoule.algorithms.dense import DenseGradient
 from fedjoule.algorithms.executor import (
     BufferedGradient,
+    ClientDraws,
+    DrawnTogether,
     LoopGradient,
     SequentialExecutor,
     VectorisedExecutor,
+    draws_random_numbers,
 )
 from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.algorithms.work import vector_work
@@ -129,30 +132,56 @@ def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
     return mask
 
 
-def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torch.device):
+def make_executor(
+    kind: str,
+    model: FlatModel,
+    data: FederatedData,
+    device: torch.device,
+    seed: int = 0,
+    batch_size: int = 2,
+):
     """`vectorised`: all clients in one step loop, with the fastest gradient for the model
     and device (hand-batched for dense models; client by client, by plain autograd, for
-    convolutional and recurrent models on a CPU; vmap otherwise); `vmap`: plain
-    vmap(grad), for comparison;
+    convolutional and recurrent models on a CPU and for models with random layers; vmap
+    otherwise); `vmap`: plain vmap(grad), for comparison;
     `compiled`: vmap(grad) through torch.compile (opt-in: on this project's CPU it does
-    not pay, benchmarks/RESULTS.md); `sequential`: the reference."""
+    not pay, benchmarks/RESULTS.md); `sequential`: the reference.
+
+    The model is tried first on a batch of `batch_size` training samples (check_model):
+    whether it draws random numbers (then each client draws from its own generator,
+    ClientDraws, `seed` being the scenario's), and whether vmap can batch it."""
     buffered_loss = model.loss_and_buffers if model.n_buffers else None
+    random = check_model(model, data, device, batch_size)
     if kind == "sequential":
         return SequentialExecutor(
-            model.loss, data.x_train, data.y_train, device, buffered_loss, model.eval_loss
+            model.loss,
+            data.x_train,
+            data.y_train,
+            device,
+            buffered_loss,
+            model.eval_loss,
+            ClientDraws(seed, device) if random else None,
         )
     fast = None
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
     recurrent = any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
-    per_client = kind == "vectorised" and (has_conv or recurrent) and device.type == "cpu"
+    loop = has_conv or recurrent
+    per_client = kind == "vectorised" and ((loop and device.type == "cpu") or random)
+    draws = ClientDraws(seed, device, batched=not per_client) if random else None
+    randomness = "different" if random else "error"
+    batched = vmap(grad(model.loss), randomness=randomness)
     if kind == "compiled":
-        fast = torch.compile(vmap(grad(model.loss)))
+        fast = torch.compile(batched)
     if kind == "vectorised":
-        fast = DenseGradient.build(model)
+        fast = None if random else DenseGradient.build(model)
         if fast is None and per_client:
-            fast = LoopGradient(model.loss)
-    buffered = BufferedGradient(buffered_loss, per_client) if buffered_loss else None
-    return VectorisedExecutor(
+            fast = LoopGradient(model.loss, draws)
+    if fast is None:
+        fast = batched
+    if random and not per_client:
+        fast = DrawnTogether(fast, draws)
+    buffered = BufferedGradient(buffered_loss, per_client, draws) if buffered_loss else None
+    executor = VectorisedExecutor(
         model.loss,
         data.x_train,
         data.y_train,
@@ -160,7 +189,90 @@ def make_executor(kind: str, model: FlatModel, data: FederatedData, device: torc
         fast,
         buffered=buffered,
         eval_loss=model.eval_loss,
+        draws=draws,
     )
+    if not per_client and kind != "compiled":
+        check_vmap(executor, model, data, device, batch_size)
+    return executor
+
+
+def _first_batch(data: FederatedData, device: torch.device, batch_size: int):
+    """The first `batch_size` training samples (repeated when there are fewer)."""
+    idx = torch.arange(batch_size) % len(data.y_train)
+    return data.x_train[idx].to(device), data.y_train[idx].to(device)
+
+
+def check_model(model: FlatModel, data: FederatedData, device: torch.device, batch_size: int):
+    """Whether the model draws random numbers when training (dropout and the like: its loss
+    runs once on a training batch, and torch's generators are compared before and after).
+    A model that draws in evaluation mode is refused: evaluation would not be reproducible."""
+    x, y = _first_batch(data, device, batch_size)
+    w = model.flat_parameters().to(device)
+    b = model.flat_buffers().to(device)
+
+    def train_loss():
+        if model.n_buffers:
+            return model.loss_and_buffers(w, b, x, y)
+        return model.loss(w, x, y)
+
+    with torch.no_grad():
+        try:
+            random = draws_random_numbers(train_loss, device)
+            random_in_eval = draws_random_numbers(lambda: model.eval_loss(w, x, y, b), device)
+        except Exception as exc:
+            raise FedjouleError(
+                f"model {model_name(model)}: its loss fails on a batch of {batch_size} training "
+                f"samples of shape {tuple(x.shape[1:])}: {type(exc).__name__}: "
+                f"{first_line(exc)}"
+            ) from None
+    if random_in_eval:
+        raise FedjouleError(
+            f"model {model_name(model)} draws random numbers in evaluation mode (e.g. "
+            "F.dropout(x, training=True) or torch.rand in forward): test accuracy and loss "
+            "would change from one evaluation to the next; draw only in training mode "
+            "(nn.Dropout, or F.dropout(x, training=self.training))"
+        )
+    return random
+
+
+def check_vmap(
+    executor: VectorisedExecutor,
+    model: FlatModel,
+    data: FederatedData,
+    device: torch.device,
+    batch_size: int,
+) -> None:
+    """Refuse, before the run's folder exists, a model whose gradient torch.func.vmap cannot
+    batch over clients (one gradient of two clients is taken)."""
+    x, y = _first_batch(data, device, batch_size)
+    xs, ys = torch.stack([x, x]), torch.stack([y, y])
+    w = model.flat_parameters().to(device).expand(2, -1).clone()
+    if executor.draws is not None:
+        executor.draws.begin(RoundSetup(0.0, torch.ones(2, dtype=torch.long)), 2)
+    try:
+        if executor.buffered is not None:
+            b = model.flat_buffers().to(device).expand(2, -1).clone()
+            executor.buffered(w, b, xs, ys, torch.ones((2, 1), dtype=w.dtype, device=device))
+        else:
+            executor.batched_grad(w, xs, ys)
+    except Exception as exc:
+        raise FedjouleError(
+            f"model {model_name(model)} cannot be trained by the vectorised executor, which "
+            "batches the clients with torch.func.vmap: "
+            f"{type(exc).__name__}: {first_line(exc)}. Run it with --executor sequential "
+            "(one client at a time; the API's executor='sequential'), or make its forward "
+            "pass a function of its parameters and input (docs/learning-models.md, the "
+            "contract)"
+        ) from None
+
+
+def model_name(model: FlatModel) -> str:
+    return type(model.module).__name__
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else ""
 
 
 def check_data_fits(scenario: Scenario) -> None:
@@ -213,7 +325,9 @@ def build_world(
         topology=topology,
         availability=build_availability(scenario.availability, n, seed),
         algorithm=algorithm,
-        executor=make_executor(executor, model, data, torch_device),
+        executor=make_executor(
+            executor, model, data, torch_device, seed, scenario.training.batch_size
+        ),
         evaluator=Evaluator(model, data.x_test, data.y_test, data.client_test, torch_device),
         client_steps=client_steps,
         freeloader=pick_freeloaders(scenario.population.freeloaders.fraction, n, seed),

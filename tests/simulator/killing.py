@@ -41,6 +41,21 @@ CASES = (
     ),
     Case("urban-macro-events", "urban-macro", ("training.rounds=8",)),
 )
+# the protocols (docs/protocols.md): clients in flight and a buffer at every checkpoint
+PROTOCOL_CASES = (
+    Case("async", "default", ("training.rounds=40", "protocol.kind=async")),
+    Case(
+        "buffered",
+        "default",
+        ("training.rounds=15", "protocol.kind=buffered", "protocol.concurrency=20"),
+    ),
+    Case(
+        "hierarchical",
+        "default",
+        ("training.rounds=8", "protocol.kind=hierarchical", "topology.layout=hexagonal",
+         "topology.cells=3"),
+    ),  # fmt: skip
+)
 
 
 def command(case: Case, out: Path, resume: bool) -> list[str]:

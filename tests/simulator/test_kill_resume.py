@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.simulator.killing import CASES, reference_run, trial
+from tests.simulator.killing import CASES, PROTOCOL_CASES, reference_run, trial
 
 
 def kill_trials(tmp_path, cases, per_case: int, seed: int, workers: int = 1) -> list:
@@ -37,7 +37,9 @@ def summarise(trials) -> dict:
         "resume_killed": sum(t.resume_delay_s is not None for t in trials),
         "finished_by_resume": sum(t.finished_by == "resume" for t in trials),
         "finished_by_new_run": sum(t.finished_by == "new run" for t in trials),
-        "per_case": {c.name: sum(t.case == c.name for t in trials) for c in CASES},
+        "per_case": {
+            c.name: sum(t.case == c.name for t in trials) for c in (*CASES, *PROTOCOL_CASES)
+        },
     }
 
 
@@ -56,3 +58,13 @@ def test_sixty_random_kills_resume_to_identical_files(tmp_path):
     print("kill -9 trials:", json.dumps(summarise(trials)))
     bad = [(t.case, t.delay_s, t.resume_delay_s, t.differences) for t in trials if not t.equal]
     assert len(trials) >= 60 and not bad, bad
+
+
+@pytest.mark.slow
+def test_killed_protocol_runs_resume_to_identical_files(tmp_path):
+    """async, buffered, hierarchical: kill -9 at random instants (a resume replays the
+    timeline to the saved version), four trials each."""
+    trials = kill_trials(tmp_path, PROTOCOL_CASES, per_case=4, seed=19, workers=2)
+    print("kill -9 trials:", json.dumps(summarise(trials)))
+    bad = [(t.case, t.delay_s, t.resume_delay_s, t.differences) for t in trials if not t.equal]
+    assert not bad, bad
