@@ -1104,6 +1104,33 @@ def validate(
     (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
 
 
+traces_app = typer.Typer(
+    no_args_is_help=True,
+    help="Device traces in FedScale's formats (docs/models.md#fedscale-traces).",
+)
+app.add_typer(traces_app, name="traces")
+
+
+@traces_app.command("convert")
+def traces_convert(
+    file: Annotated[str, typer.Argument(help="A FedScale capacity or behaviour trace.")],
+    out: Annotated[str, typer.Option("--out", help="The JSON file to write.")],
+) -> None:
+    """Write a FedScale trace (pickle, read without running code; JSON; CSV) as JSON,
+    checked entry by entry. Exit code 2, naming the file and the global, for a pickle that
+    names anything but dicts, lists, numbers and strings."""
+    from pathlib import Path
+
+    from fedjoule.devices.fedscale import to_json_text
+    from fedjoule.storage import write_text_atomically
+
+    if not out.strip():
+        raise FedjouleError("--out: give the JSON file to write")
+    text, kind, clients = to_json_text(file)
+    write_text_atomically(Path(out), text)
+    console.print(f"{file}: {kind} trace of {clients} clients -> {out}", soft_wrap=True)
+
+
 @app.command()
 def reference() -> None:
     """Print the scenario reference (every field, its default and meaning) as Markdown."""

@@ -34,6 +34,8 @@ STREAM_IDS = {
     "battery": 20,
     "compute_spread": 21,
     "compression": 22,
+    "interference": 23,
+    "link_trace": 24,
     # (40 on: clear of the ids that other streams are taking from 22 up)
     "random_layers": 40,
     "random_layers_batched": 41,

@@ -21,6 +21,8 @@ class Cell:
     large_scale_gain: np.ndarray | None  # path loss x shadowing to the serving station, linear
     noise_psd_w_per_hz: float
     serving_cell: np.ndarray | None = None  # (N,) base station of each client; None: all 0
+    # (N, C) path loss x shadowing to every base station (channel.interference=cochannel)
+    gains_all: np.ndarray | None = None
 
 
 def path_loss_db(section, distance_m: np.ndarray) -> np.ndarray:
@@ -53,7 +55,8 @@ def place_cell(section, n_clients: int, seed: int, topology_section) -> tuple[Ce
     gains = db_to_linear(-path_loss_db(section, distances)) * shadow  # (N, C)
     serving = np.argmax(gains, axis=1)  # association to the strongest base station
     rows = np.arange(n_clients)
-    return Cell(distances[rows, serving], gains[rows, serving], noise, serving), positions
+    every = gains if getattr(section, "interference", "none") == "cochannel" else None
+    return Cell(distances[rows, serving], gains[rows, serving], noise, serving, every), positions
 
 
 def round_fading(section, n_clients: int, seed: int, round_index: int) -> tuple:

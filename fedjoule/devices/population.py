@@ -133,4 +133,13 @@ def step_costs(
                 )
                 time_s[rows] = step
                 energy_j[rows] = measured_step_energy_j(step, cls.measured_power_w)
+    capacity = getattr(section, "capacity_trace", None)
+    if capacity is not None:  # FedScale's trace: the measured kind at its ms per sample
+        from fedjoule.devices.fedscale import load_capacity
+
+        seconds_per_sample, _ = load_capacity(capacity.file).for_clients(population.size)
+        # FedScale's rule: training time = 3 x batch x steps x ms per sample; the model is
+        # the one the trace was measured on, so the FLOPs ratio of the measured kind is 1
+        time_s = measured_step_time_s(forward_flops, batch_size, seconds_per_sample, forward_flops)
+        energy_j = measured_step_energy_j(time_s, capacity.power_w)
     return time_s, energy_j

@@ -14,6 +14,7 @@ so. With several seeds (other worlds), the answer per seed and its mean and 95 %
 import dataclasses
 import math
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
 from fedjoule.simulator.engine import selection_size
 from fedjoule.simulator.system import SystemEngine
+from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
@@ -85,17 +87,69 @@ class CommonDrawsEngine(SystemEngine):
     are already keyed by round (and client), the same for every m and B."""
 
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
-        scenario = self.world.scenario
-        if len(candidates) == 0 or scenario.training.participation == "bernoulli":
-            return super().select(candidates, r)  # Bernoulli: m plays no part
-        m = selection_size(
-            scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
-        )
-        gen = rng.stream(scenario.seed, "selection", r, SELECTION_SUBKEY)
-        keys = gen.random(self.world.population.size)[candidates]
-        if m >= len(candidates):
-            return candidates
-        return np.sort(candidates[np.argpartition(keys, m - 1)[:m]])
+        return common_select(self, candidates, r, super().select)
+
+
+def common_select(engine, candidates: np.ndarray, r: int, fallback) -> np.ndarray:
+    """CommonDrawsEngine's selection, for either engine (`fallback`: its own select)."""
+    scenario = engine.world.scenario
+    if len(candidates) == 0 or scenario.training.participation == "bernoulli":
+        return fallback(candidates, r)  # Bernoulli: m plays no part
+    m = selection_size(
+        scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
+    )
+    gen = rng.stream(scenario.seed, "selection", r, SELECTION_SUBKEY)
+    keys = gen.random(engine.world.population.size)[candidates]
+    if m >= len(candidates):
+        return candidates
+    return np.sort(candidates[np.argpartition(keys, m - 1)[:m]])
+
+
+class SimpyCommonDraws(SimpySystemSimulation):
+    """The SimPy system engine with CommonDrawsEngine's selection: capacity's engine for
+    what the numpy engine does not model (co-channel interference, link traces, FedScale
+    capacity traces: each rate follows the others' transmissions or a measured series)."""
+
+    def __init__(self, world: SystemWorld) -> None:
+        super().__init__(world)
+        self.last_clients = None
+        self.sim_time_s = 0.0
+
+    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
+        return common_select(self, candidates, r, super().select)
+
+    def play_round(self, env, r: int):
+        row = yield from super().play_round(env, r)
+        self.last_clients = _records_as_arrays(self.last_records)
+        return row
+
+    def run_rounds(self, rounds: int, collect) -> None:
+        def on_round(row: dict) -> None:
+            self.sim_time_s = row["sim_time_end_s"]
+            collect(row)
+
+        self.run(rounds, on_round)
+
+
+def _records_as_arrays(records) -> SimpleNamespace:
+    """A SimPy round's client records as the numpy engine's per-round arrays."""
+    return SimpleNamespace(
+        client=np.array([rec.client for rec in records], dtype=int),
+        cell=np.array([rec.cell for rec in records], dtype=int),
+        outcome=np.array([rec.outcome for rec in records], dtype=object),
+        end_s=np.array([rec.end_s for rec in records], dtype=float),
+        energy_total_j=np.array([rec.energy_total_j for rec in records], dtype=float),
+        uplink_airtime_s=np.array([rec.uplink_airtime_s for rec in records], dtype=float),
+    )
+
+
+def needs_simpy(scenario: Scenario) -> bool:
+    """The scenario has what only the SimPy engine models, for capacity's figures."""
+    return (
+        getattr(scenario.channel, "interference", "none") == "cochannel"
+        or getattr(scenario.channel, "trace", None) is not None
+        or getattr(scenario.population, "capacity_trace", None) is not None
+    )
 
 
 def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float) -> dict:
@@ -105,10 +159,14 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     the round's duration; device_energy_j: the q-quantile over client-rounds (every
     selected client) of its energy in that round (numpy's linear-interpolation quantile).
     Under protocol.kind async, buffered or hierarchical the SimPy engine plays it without
-    training (a round is a server version; a client's time runs from its dispatch)."""
+    training (a round is a server version; a client's time runs from its dispatch); so it
+    does with co-channel interference, link traces and FedScale capacity traces."""
     if scenario.protocol.kind != "sync":
         return evaluate_protocol(world, scenario, rounds, quantile)
-    engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
+    if needs_simpy(scenario):  # each rate follows the other cells or a measured series
+        engine = SimpyCommonDraws(dataclasses.replace(world, scenario=scenario))
+    else:
+        engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times = [], [], []
@@ -133,7 +191,10 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
         class_participations[:] += np.bincount(classes, minlength=n_classes)
 
-    engine.run(rounds, collect)
+    if isinstance(engine, SimpyCommonDraws):
+        engine.run_rounds(rounds, collect)
+    else:
+        engine.run(rounds, collect)
     lists = (durations, client_times, device_energy, energy_rounds, selected)
     return figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip

@@ -137,6 +137,9 @@ def write_clients(path: Path, rows: list[dict], extra: tuple | list = ()) -> Non
     text = io.StringIO()
     writer = csv.writer(text)
     columns = [*CLIENT_COLUMNS, *extra]
+    if rows and "mean_uplink_sinr_db" in rows[0]:  # channel.interference=cochannel
+        at = columns.index("mean_uplink_snr_db") + 1
+        columns[at:at] = ["mean_uplink_sinr_db", "p5_uplink_sinr_db"]
     writer.writerow(columns)
     for row in rows:
         writer.writerow([cell(row[c]) for c in columns])

@@ -740,6 +740,39 @@ def _unique_names(v) -> Iterator[tuple[str, str]]:
         yield "device_classes", f"device class names must be unique, repeated: {repeated}"
 
 
+class CapacityTraceSection(Section):
+    """A device-capacity trace in FedScale's format (docs/models.md#fedscale-traces)."""
+
+    file: str = Field(
+        ...,
+        min_length=1,
+        max_length=4096,
+        description="The trace: FedScale's pickle {client_id: {computation: ms per sample, "
+        "communication: kbit/s}} (read without running code), or the same as JSON or CSV "
+        "(`fedjoule traces convert`); a path relative to the working directory, or "
+        "package:NAME for one shipped with fedjoule.",
+    )
+    power_w: float = Field(
+        ...,
+        gt=0,
+        le=1e6,
+        description="Device power while training (W): step energy = this x step time (the "
+        "measured compute kind; FedScale's traces carry no power).",
+    )
+
+    @model_validator(mode="after")
+    def _readable(self):
+        from fedjoule.channel.trace import trace_path
+        from fedjoule.devices.fedscale import check_file
+        from fedjoule.errors import FedjouleError
+
+        try:
+            check_file(trace_path(self.file), "capacity")
+        except FedjouleError as exc:
+            raise ValueError(f"population.capacity_trace.file {exc}") from None
+        return self
+
+
 class PopulationSection(Section):
     """The clients: how many and of which device classes."""
 
@@ -758,7 +791,76 @@ class PopulationSection(Section):
         description="Device classes (1 to 1,000); their shares must sum to 1.",
     )
 
+    capacity_trace: CapacityTraceSection | None = Field(
+        None,
+        description="A FedScale device-capacity trace: client k takes the trace's k-th "
+        "client (by id, cycling); its step time is FedScale's 3 x batch x ms per sample "
+        "(the measured compute kind, replacing the device class's), its energy power_w x "
+        "that time, and both its links run at its `communication` rate (replacing the "
+        "channel model's rates; the radio's power models apply).",
+    )
+
     cross_checks = (_shares, _unique_names)
+
+
+class LinkTrace(Section):
+    """A measured throughput series one link direction follows (docs/models.md#link-traces)."""
+
+    file: str = Field(
+        ...,
+        min_length=1,
+        max_length=4096,
+        description="CSV file of the series: a path relative to the working directory, or "
+        "package:NAME for a trace shipped with fedjoule (package:walking-5gophers.csv: the "
+        "5Gophers 1.0 walking trace, CC BY 4.0, Narayanan et al., WWW 2020).",
+    )
+    column: str = Field(..., min_length=1, max_length=200, description="The rate column.")
+    time_column: str | None = Field(
+        None,
+        max_length=200,
+        description="Column of sample times (s, increasing); none: one sample per second.",
+    )
+    unit: Literal["bit/s", "kbit/s", "Mbit/s"] = Field(
+        "Mbit/s", description="Unit of the rate column."
+    )
+    scale: float = Field(
+        1.0, gt=0, le=1e6, description="Factor on every rate (e.g. 0.1: a tenth of it)."
+    )
+    per_client_offset: Literal["random", "zero"] = Field(
+        "random",
+        description="Where each client starts reading the series: random (uniform over its "
+        "duration, from the seed, so clients do not move in lockstep) or zero.",
+    )
+    loop: bool = Field(
+        True, description="Repeat the series (true); false: the last rate holds for ever."
+    )
+
+
+class LinkTraces(Section):
+    """Trace-driven links: either direction may follow a measured series (the other the
+    channel model)."""
+
+    uplink: LinkTrace | None = Field(
+        None,
+        description="The uplink's series (5Gophers' are downlink measurements: replaying "
+        "them on the uplink is an assumption to state).",
+    )
+    downlink: LinkTrace | None = Field(None, description="The broadcast's series.")
+
+    @model_validator(mode="after")
+    def _readable(self):
+        """Read each series now, so that `fedjoule validate` names a bad file's first bad
+        row."""
+        from fedjoule.channel.trace import load_section
+        from fedjoule.errors import FedjouleError
+
+        for side in ("uplink", "downlink"):
+            if getattr(self, side) is not None:
+                try:
+                    load_section(getattr(self, side), f"channel.trace.{side}")
+                except FedjouleError as exc:
+                    raise ValueError(str(exc)) from None
+        return self
 
 
 def _radius(v) -> Iterator[tuple[str, str]]:
@@ -938,6 +1040,26 @@ class ChannelSection(Section):
     header_bits: Int = Field(
         1_000, ge=0, le=1_000_000_000, description="Per-message header (bits)."
     )
+    trace: LinkTraces | None = Field(
+        None,
+        description="Trace-driven links (docs/models.md#link-traces): a client's rate follows "
+        "a measured throughput series over simulated time instead of Shannon (piecewise "
+        "constant; each client from its own offset); airtime: when the rate's integral "
+        "reaches the bits; the radio's power models apply as always. A traced uplink is the "
+        "client's own measured throughput (the cell's sharing, access, is already in it); "
+        "it needs rate=adaptive and interference=none.",
+    )
+    interference: Literal["none", "cochannel"] = Field(
+        "none",
+        description="Inter-cell interference (docs/models.md#interference). none: every cell "
+        "is alone (SNR). cochannel: each transmission's rate follows its SINR, p g / (N0 b + "
+        "(b/B) sum p_j G_j) over the transmissions active at that instant in the other cells "
+        "of its frequency group (topology.reuse_factor), each with its own path loss, "
+        "shadowing and fading to this base station, recomputed whenever one starts or ends; "
+        "the broadcast likewise sees the co-channel base stations broadcasting. rate=fixed: "
+        "an attempt fails when its SINR falls below 2^r - 1 at any instant of it (the "
+        "minimum over the attempt). Needs geometry (snr_db unset).",
+    )
 
     cross_checks = (_radius, _rate, _float_width)
 
@@ -945,6 +1067,21 @@ class ChannelSection(Section):
 def _trace(v) -> Iterator[tuple[str, str]]:
     if v.kind == "trace" and not v.trace_file:
         yield "trace_file", "availability.kind=trace needs availability.trace_file"
+    if v.kind == "trace" and v.trace_file:
+        from fedjoule.channel.trace import trace_path
+        from fedjoule.devices.fedscale import check_file, is_fedscale_file
+        from fedjoule.errors import FedjouleError
+
+        try:
+            path = trace_path(v.trace_file)
+            fedscale = is_fedscale_file(path)
+        except (FedjouleError, OSError, ValueError):
+            fedscale = False
+        if fedscale:  # FedScale's behaviour trace: read it now
+            try:
+                check_file(path, "behaviour")
+            except FedjouleError as exc:
+                yield "trace_file", f"availability.trace_file {exc}"
 
 
 TIME_BOUND = (
@@ -1006,7 +1143,11 @@ class AvailabilitySection(Section):
         None,
         max_length=4096,
         description="Trace: CSV with columns client, start_s, end_s (online intervals, "
-        "simulated s); a path relative to the working directory. Unlisted clients stay offline.",
+        "simulated s); a path relative to the working directory. Unlisted clients stay "
+        "offline. Or a FedScale behaviour trace (pickle, read without running code, JSON, or "
+        "CSV with an `active` column; package:NAME for one shipped with fedjoule): client k "
+        "takes its k-th client (by id, cycling), online from active[i] to inactive[i], "
+        "repeating every finish_time (docs/models.md#fedscale-traces).",
     )
     trace_period_s: float | None = Field(
         None,
@@ -1155,6 +1296,13 @@ class TopologySection(Section):
     backhaul_latency_s: Latency | Annotated[list[Latency], Field(max_length=MAX_CELLS)] = Field(
         0.0,
         description="Latency of each backhaul link (s, 0 to 1e9; one value or one per cell).",
+    )
+    reuse_factor: Literal[1, 3, 4, 7] = Field(
+        1,
+        description="Frequency reuse (cluster size N: 1, 3, 4 or 7): the cells get N "
+        "frequency groups in the hexagonal layout's usual pattern (docs/models.md#"
+        "interference); only cells of one group interfere (channel.interference=cochannel). "
+        "Above 1 it needs layout hexagonal.",
     )
 
     cross_checks = (_positions, _per_cell_lengths, _share_sum)
@@ -1402,6 +1550,47 @@ def _min_clients(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _interference(v) -> Iterator[tuple[str, str]]:
+    channel, topology = v.channel, v.topology
+    if v.population.capacity_trace is not None and (
+        channel.trace is not None or channel.interference == "cochannel"
+    ):
+        yield (
+            "population.capacity_trace",
+            "population.capacity_trace sets every link's rate; it does not go with "
+            "channel.trace or channel.interference=cochannel",
+        )
+    if channel.interference == "cochannel" and v.protocol.kind != "sync":
+        yield (
+            "channel.interference",
+            f"channel.interference=cochannel is for protocol.kind=sync rounds (got "
+            f"{v.protocol.kind}): set interference none or protocol.kind sync",
+        )
+    if channel.trace is not None and channel.interference == "cochannel":
+        yield (
+            "channel.trace",
+            "channel.trace and channel.interference=cochannel do not go together (a measured "
+            "rate has no SINR to lower); use one of them",
+        )
+    if channel.trace is not None and channel.trace.uplink and channel.rate == "fixed":
+        yield (
+            "channel.trace",
+            "channel.trace.uplink needs channel.rate=adaptive (the trace sets the rate)",
+        )
+    if topology.reuse_factor != 1 and topology.layout != "hexagonal":
+        yield (
+            "topology.reuse_factor",
+            f"topology.reuse_factor={topology.reuse_factor} needs layout hexagonal (the "
+            f"reuse pattern is the hexagonal one), got layout {topology.layout}",
+        )
+    if channel.interference == "cochannel" and channel.snr_db is not None:
+        yield (
+            "channel.interference",
+            "channel.interference=cochannel needs geometry (the gains to the other cells); "
+            f"unset channel.snr_db (got {channel.snr_db:g})",
+        )
+
+
 def _compression_options(v) -> Iterator[tuple[str, str]]:
     needs = {"qsgd": "levels", "topk": "fraction"}
     for name in ("levels", "fraction"):
@@ -1526,4 +1715,5 @@ class Scenario(Section):
         _compression_algorithm,
         _protocol_algorithm,
         _protocol_round,
+        _interference,
     )

@@ -35,6 +35,14 @@ class ClientPlan:
     # the radio (devices/radio.py); None: the plain radiated model, p while sending and
     # rx_power_w while receiving (rx_power_w above is then the class's, else the model's)
     radio: RadioParams | None = None
+    # channel.interference=cochannel: the broadcast goes over this medium (its airtime
+    # follows the downlink SINR) instead of taking downlink_s
+    downlink_medium: object | None = None
+    downlink_link: Link | None = None  # the broadcast's link (with downlink_medium)
+    # cochannel with rate=fixed: an attempt fails when its SINR falls below this (2^r - 1)
+    # at any instant of it (interference.py); attempt_fails then lists only False
+    fail_below_sinr: float | None = None
+    fail_band_hz: float = 0.0  # the nominal band that SINR is on (as the noise-only rule's)
 
 
 @dataclass
@@ -62,6 +70,8 @@ class ClientRecord:
     spans: list = field(default_factory=list)
     # |h|^2 of each possible upload attempt (index: a span's `attempt`); None: not recorded
     uplink_fades: list | None = None
+    # time-mean linear SINR of each upload attempt (channel.interference=cochannel)
+    uplink_sinr: list | None = None
 
     @property
     def energy_total_j(self) -> float:
@@ -167,9 +177,13 @@ def client_round(
             radio.sending()
         phase, phase_start = "downlink", env.now
         power.set(radio_w=plan.rx_power_w)
-        yield env.timeout(plan.downlink_s)
-        record.downlink_airtime_s = plan.downlink_s
-        record.energy_rx_j = plan.rx_power_w * plan.downlink_s  # E_rx = p_rx * airtime
+        if plan.downlink_medium is not None:  # the airtime follows the downlink SINR
+            yield from _receive(env, plan)
+            record.downlink_airtime_s = env.now - phase_start
+        else:
+            yield env.timeout(plan.downlink_s)
+            record.downlink_airtime_s = plan.downlink_s
+        record.energy_rx_j = plan.rx_power_w * record.downlink_airtime_s  # E_rx = p_rx * t
         _span(record, "downlink", phase_start, env.now, record.energy_rx_j, plan.downlink_bits)
 
         phase, phase_start = "compute", env.now
@@ -207,6 +221,8 @@ def client_round(
             record.energy_rx_j = plan.rx_power_w * elapsed_s
             # bits received before the stop, at the constant downlink rate
             got = plan.downlink_bits * elapsed_s / plan.downlink_s if plan.downlink_s > 0 else 0.0
+            if isinstance(stop, TransmissionAborted):  # over the co-channel medium
+                got = stop.bits_sent
             _span(record, "downlink", phase_start, env.now, record.energy_rx_j, got, ok=False)
         elif phase == "compute":  # constant power: the fraction of the K steps' energy done
             record.compute_time_s = elapsed_s
@@ -243,14 +259,18 @@ def _upload(env, plan: ClientPlan, medium, record: ClientRecord, power: _Power, 
 
         request_s = env.now
         record.uplink_attempts += 1
+        stats: dict = {"nominal_band_hz": plan.fail_band_hz}
+        extra = {"client": plan.client, "stats": stats} if _reports_sinr(medium) else {}
         try:
             airtime_s = yield from medium.transmit(
                 plan.uplink_bits,
                 link,
                 on_start=on_start,
                 on_rate=None if plan.radio is None else on_rate,
+                **extra,
             )
         except TransmissionAborted as stop:
+            _note_sinr(record, stats)
             energy_j = _tx_energy_j(plan, link, stop.bits_sent, stop.airtime_s)
             _add_attempt(record, energy_j, stop.airtime_s, stop.bits_sent)
             _span(record, "queue", request_s, started["s"], wait["j"])
@@ -266,6 +286,10 @@ def _upload(env, plan: ClientPlan, medium, record: ClientRecord, power: _Power, 
                 ok=False,
             )
             raise
+        _note_sinr(record, stats)
+        if plan.fail_below_sinr is not None and "sinr_min_nominal" in stats:
+            # the minimum over the attempt, on the nominal band
+            failed = stats["sinr_min_nominal"] < plan.fail_below_sinr
         if radio is None:
             power.set(radio_w=0.0)
         else:
@@ -286,6 +310,24 @@ def _upload(env, plan: ClientPlan, medium, record: ClientRecord, power: _Power, 
         if not failed:
             return True
     return False
+
+
+def _reports_sinr(medium) -> bool:
+    return getattr(medium, "reports_sinr", False)
+
+
+def _note_sinr(record: ClientRecord, stats: dict) -> None:
+    if "sinr_mean" in stats:
+        if record.uplink_sinr is None:
+            record.uplink_sinr = []
+        record.uplink_sinr.append(float(stats["sinr_mean"]))
+
+
+def _receive(env, plan: ClientPlan):
+    """The broadcast over the co-channel downlink medium (its rate follows the SINR)."""
+    yield from plan.downlink_medium.transmit(
+        plan.downlink_bits, plan.downlink_link, client=plan.client
+    )
 
 
 def _tx_power_w(plan: ClientPlan, link: Link, rate_bps: float) -> float:

@@ -195,6 +195,8 @@ class Simulation:
         self.progress = Progress()
         self.last_records: list[ClientRecord] = []
         self.outside_records: list[ClientRecord] = []
+        # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
+        self.sinr_db: dict[int, list[float]] = {}
         self.step_gradients: list[int] = []  # this round's gradient evaluations per step
         self.protocol = protocols.make(self)  # None: sync rounds
 
@@ -415,6 +417,9 @@ class Simulation:
         spent = [*records, *probe_records]
         for rec in spent:
             k = rec.client
+            if rec.uplink_sinr:  # time-mean SINR of each transmission, in dB
+                log = self.__dict__.setdefault("sinr_db", {})  # (subclasses without it too)
+                log.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
             for name in ENERGY_FIELDS:
                 self.ledger[name][k] += getattr(rec, name)
             self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
@@ -603,6 +608,7 @@ class Simulation:
             "buffers": self.buffers.cpu(),
             "client_buffers": None if self.client_buffers is None else self.client_buffers.cpu(),
             "radio": self.radios.state_dict(),
+            **({"sinr_db": {str(k): v for k, v in self.sinr_db.items()}} if self.sinr_db else {}),
             **({} if self.protocol is None else {"protocol": self.protocol.state_dict()}),
         }
 
@@ -620,6 +626,7 @@ class Simulation:
         if saved["client_buffers"] is not None:
             self.client_buffers = saved["client_buffers"].to(device)
         self.radios.load_state_dict(saved["radio"])
+        self.sinr_db = {int(k): list(v) for k, v in saved.get("sinr_db", {}).items()}
         if self.protocol is not None:
             if "protocol" not in saved:
                 raise FedjouleError("the checkpoint holds no protocol state; start a new run")

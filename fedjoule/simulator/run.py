@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
+from fedjoule.channel.interference import sinr_columns
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.plugins import file_sha256
@@ -193,6 +194,7 @@ def client_rows(sim: Simulation) -> list[dict]:
     share_hz = typical_bandwidth_hz(scenario, pop.size, world.cell.serving_cell)
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
     flagged = world.algorithm.detected(sim.state)
+    cochannel = getattr(scenario.channel, "interference", "none") == "cochannel"
     rows = []
     for k in range(pop.size):
         energy = {n: float(sim.ledger[n][k]) for n in ENERGY_FIELDS}
@@ -206,6 +208,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 if world.cell.distance_m is None
                 else float(world.cell.distance_m[k]),
                 "mean_uplink_snr_db": float(snr_db[k]),
+                **(sinr_columns(sim.sinr_db.get(k, [])) if cochannel else {}),
                 "cpu_freq_hz": float(pop.cpu_freq_hz[k]),
                 "tx_power_w": float(pop.tx_power_w[k]),
                 "selected": int(sim.ledger["selected"][k]),

@@ -45,6 +45,15 @@ def unsupported(scenario) -> list[str]:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:
         reasons.append("output.timeline_rounds (round timelines need every client's spans)")
+    if getattr(scenario.channel, "interference", "none") == "cochannel":
+        reasons.append(
+            "channel.interference=cochannel (each rate follows the other cells' transmissions "
+            "instant by instant: the SimPy engine's event-driven media)"
+        )
+    if getattr(scenario.population, "capacity_trace", None) is not None:
+        reasons.append("population.capacity_trace (each client's links at its trace rate)")
+    if getattr(scenario.channel, "trace", None) is not None:
+        reasons.append("channel.trace (each client's rate follows its own measured series)")
     return reasons + numpy_radio_reasons(scenario)
 
 

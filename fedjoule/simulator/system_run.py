@@ -12,6 +12,7 @@ from fedjoule import __version__
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import mean_uplink_snr_db
+from fedjoule.channel.interference import sinr_columns
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
@@ -105,7 +106,8 @@ def run_system(
         ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.progress.sim_time_s
         end_tail_j = sim.progress.end_of_run_tail_energy_j
     if clients_csv:
-        write_system_clients(out / "clients.csv", world, ledger, battery)
+        sinr_db = sim.sinr_db if engine == "simpy" else None
+        write_system_clients(out / "clients.csv", world, ledger, battery, sinr_db)
     summary = system_summary(world, ledger, battery, sim_time_s, last, engine, end_tail_j)
     if engine == "simpy" and sim.protocol is not None:
         summary.update(sim.protocol.summary())
@@ -154,9 +156,12 @@ def system_summary(world, ledger, battery_j, sim_time_s, rounds, engine, end_tai
     }
 
 
-def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j) -> None:
+def write_system_clients(
+    path: Path, world: SystemWorld, ledger: dict, battery_j, sinr_db: dict | None = None
+) -> None:
     """clients.csv (report/results.py columns) for every client, column-wise and fast; the
-    columns that need learning (flagged) stay empty."""
+    columns that need learning (flagged) stay empty. channel.interference=cochannel: the
+    SINR columns from `sinr_db` (each client's upload SINRs in dB)."""
     pop, scenario = world.population, world.scenario
     # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
     share_hz = typical_bandwidth_hz(scenario, pop.size, world.serving_cell)
@@ -184,10 +189,17 @@ def write_system_clients(path: Path, world: SystemWorld, ledger: dict, battery_j
         "freeloader": world.freeloader.astype(int),
         "flagged": empty,
     }
-    values = [columns[c].tolist() for c in CLIENT_COLUMNS]
+    names = list(CLIENT_COLUMNS)
+    if scenario.channel.interference == "cochannel" and sinr_db is not None:
+        sinr = [sinr_columns(sinr_db.get(k, [])) for k in range(n)]
+        for name in ("mean_uplink_sinr_db", "p5_uplink_sinr_db"):
+            columns[name] = np.array([empty[0] if s[name] is None else s[name] for s in sinr])
+        at = names.index("mean_uplink_snr_db") + 1
+        names[at:at] = ["mean_uplink_sinr_db", "p5_uplink_sinr_db"]
+    values = [columns[c].tolist() for c in names]
 
     def write(f) -> None:
-        f.write((",".join(CLIENT_COLUMNS) + "\n").encode())
+        f.write((",".join(names) + "\n").encode())
         for start in range(0, n, 100_000):  # repr: floats round-trip, as in report/results.py
             rows = zip(*(v[start : start + 100_000] for v in values), strict=True)
             f.write("".join(",".join(map(_text, row)) + "\n" for row in rows).encode())

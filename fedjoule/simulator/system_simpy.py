@@ -27,6 +27,7 @@ class SimpySystemSimulation(Simulation):
         self.progress = Progress()
         self.last_records = []
         self.outside_records = []
+        self.sinr_db = {}  # channel.interference=cochannel: each client's upload SINRs (dB)
         self.protocol = protocols.make(self)  # async, buffered, hierarchical: no training
 
     @property

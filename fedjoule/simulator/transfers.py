@@ -6,6 +6,7 @@ pool), the stops (deadline, going offline, battery at its threshold, over-commit
 reached), and runs them until every client arrived or was dropped.
 """
 
+import functools
 import math
 from dataclasses import replace
 
@@ -15,10 +16,14 @@ import simpy
 from fedjoule import rng
 from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.fading import fading_power
+from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, reuse_groups
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
+from fedjoule.channel.trace import ThroughputTrace, TraceMedium, client_offsets_s, read_trace
+from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.battery import budget_j
+from fedjoule.devices.fedscale import load_capacity
 from fedjoule.devices.radio import receive_power_w
 from fedjoule.simulator.client import (
     BatteryGuard,
@@ -150,16 +155,21 @@ def play_clients(
     world, scenario = sim.world, sim.world.scenario
     serving = serving_cells(world)
     load = np.bincount(serving[selected], minlength=world.topology.n_cells)
-    media = {
-        int(c): make_medium(
-            env, scenario.channel.access, scenario.channel.uplink_bandwidth_hz,
-            scenario.channel.resource_blocks,
-        )
-        for c in np.flatnonzero(load)
-    }  # fmt: skip
+    down_net = None
+    if getattr(scenario.channel, "interference", "none") == "cochannel":
+        up_net, down_net = cochannel_networks(env, scenario, world.cell, selected, r)
+        media = {int(c): up_net.medium(c) for c in np.flatnonzero(load)}
+    else:
+        media = {
+            int(c): make_medium(
+                env, scenario.channel.access, scenario.channel.uplink_bandwidth_hz,
+                scenario.channel.resource_blocks,
+            )
+            for c in np.flatnonzero(load)
+        }  # fmt: skip
     deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
     records, processes = start_clients(
-        env, sim, r, start_s, selected, media, load, deadline_s, cost, backhaul
+        env, sim, r, start_s, selected, media, load, deadline_s, cost, backhaul, down_net
     )
     if len(processes) > keep:
         _stop_after_first(keep, records, processes)
@@ -181,10 +191,22 @@ def serving_cells(world) -> np.ndarray:
 
 
 def start_clients(
-    env, sim, r: int, start_s: float, selected, media: dict, load, deadline_s, cost, backhaul
+    env,
+    sim,
+    r: int,
+    start_s: float,
+    selected,
+    media: dict,
+    load,
+    deadline_s,
+    cost,
+    backhaul,
+    down_net=None,
 ):
     """Start the selected clients' processes (links and fading of stream index r) on the
-    cells' `media`, `load[c]` clients sharing cell c's band; returns records and processes."""
+    cells' `media`, `load[c]` clients sharing cell c's band; returns records and processes.
+    `down_net`: the broadcast's CochannelNetwork (channel.interference=cochannel; the
+    media are then the uplink network's)."""
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
     radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
@@ -192,6 +214,10 @@ def start_clients(
     up_fading = fading[0]
     uplinks, downlinks = round_links(channel, world.cell, pop.tx_power_w, selected, fading)
     serving = serving_cells(world)
+    traced = link_traces(channel) if getattr(channel, "trace", None) is not None else None
+    capacity = getattr(scenario.population, "capacity_trace", None)
+    if capacity is not None:
+        capacity = load_capacity(capacity.file)
     records, processes = [], []
     for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
         k, c = int(k), int(serving[k])
@@ -230,11 +256,30 @@ def start_clients(
             cell=c,
             radio=radio,
         )
+        medium = media[c]
+        if down_net is not None:
+            plan.downlink_medium, plan.downlink_link = down_net.medium(c), downlink
+            if channel.rate == "fixed":  # the SINR decides, at its minimum over the attempt
+                plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
+                plan.fail_band_hz = nominal_bandwidth_hz(channel, int(load[c]))
+                plan.attempt_fails = [False] * (1 + channel.max_retx)
+        if traced is not None:  # the client's own measured series, from its own offset
+            up_trace, down_trace = traced
+            if up_trace is not None:
+                medium = TraceMedium(env, up_trace, trace_offset_s(channel, seed, up_trace, 0, k))
+            if down_trace is not None:
+                plan.downlink_link = downlink
+                offset_s = trace_offset_s(channel, seed, down_trace, 1, k)
+                plan.downlink_medium = TraceMedium(env, down_trace, offset_s)
+        if capacity is not None:  # FedScale's communication rate, both directions
+            constant = capacity_link(capacity, k)
+            medium = TraceMedium(env, constant, 0.0)
+            plan.downlink_link, plan.downlink_medium = downlink, TraceMedium(env, constant, 0.0)
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
         guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
         states = radios.client(env, k, record) if radios is not None else None
-        process = env.process(client_round(env, plan, media[c], record, guard, states))
+        process = env.process(client_round(env, plan, medium, record, guard, states))
         guard.process = process
         stop_s, cause = min(
             (deadline_s, "deadline"),
@@ -245,6 +290,89 @@ def start_clients(
         records.append(record)
         processes.append(process)
     return records, processes
+
+
+@functools.lru_cache(maxsize=8)
+def _read_trace(file, column, time_column, unit, scale, loop, field):
+    return read_trace(file, column, time_column, unit, scale, loop, field)
+
+
+def link_traces(channel) -> tuple:
+    """The (uplink, downlink) ThroughputTraces of channel.trace (None: that side follows
+    the channel model); each file is read once per process."""
+    out = []
+    for side in ("uplink", "downlink"):
+        section = getattr(channel.trace, side)
+        out.append(
+            None
+            if section is None
+            else _read_trace(
+                section.file,
+                section.column,
+                section.time_column,
+                section.unit,
+                section.scale,
+                section.loop,
+                f"channel.trace.{side}",
+            )
+        )
+    return tuple(out)
+
+
+def capacity_link(capacity, k: int) -> ThroughputTrace:
+    """Client k's constant link rate from a FedScale capacity trace (entry k mod entries)."""
+    rate = float(capacity.rate_bps[k % len(capacity.rate_bps)])
+    return ThroughputTrace(np.zeros(1), np.array([rate]), 1.0)
+
+
+def trace_offset_s(channel, seed: int, trace, direction: int, k: int) -> float:
+    """Client k's offset into a trace (direction 0 uplink, 1 downlink): uniform over the
+    trace's duration from stream ("link_trace", direction, k), or 0 (per_client_offset)."""
+    section = channel.trace.uplink if direction == 0 else channel.trace.downlink
+    gen = rng.stream(seed, "link_trace", direction, k)
+    return float(client_offsets_s(trace, section.per_client_offset, gen, 1)[0])
+
+
+def cochannel_networks(env: simpy.Environment, scenario, cell, selected, r: int):
+    """Uplink and downlink `CochannelNetwork`s of round r (channel.interference=cochannel).
+
+    The selected clients' links to the other base stations: large-scale gain (path loss x
+    shadowing, drawn once) x a fading draw of the round per client and station (stream
+    ("interference", r): uplink then downlink, (selected, cells) each)."""
+    channel, topology = scenario.channel, scenario.topology
+    n_cells = cell.gains_all.shape[1]
+    groups = reuse_groups(n_cells, topology.reuse_factor, topology.layout)
+    same = cochannel_matrix(groups)
+    gen = rng.stream(scenario.seed, "interference", r)
+    m = len(selected)
+    kind, k_factor = channel.fading, channel.rician_k
+    up_fade = fading_power(gen, kind, m * n_cells, k_factor=k_factor).reshape(m, n_cells)
+    down_fade = fading_power(gen, kind, m * n_cells, k_factor=k_factor).reshape(m, n_cells)
+    row = {int(k): i for i, k in enumerate(selected)}
+
+    def up_gain(k: int, c: int) -> float:
+        return float(cell.gains_all[k, c] * up_fade[row[k], c])
+
+    def down_gain(k: int, c: int) -> float:
+        return float(cell.gains_all[k, c] * down_fade[row[k], c])
+
+    up = CochannelNetwork(
+        env,
+        channel.uplink_bandwidth_hz,
+        same,
+        up_gain,
+        channel.access,
+        channel.resource_blocks,
+    )
+    down = CochannelNetwork(
+        env,
+        channel.downlink_bandwidth_hz,
+        same,
+        down_gain,
+        "broadcast",
+        bs_power_w=float(dbm_to_w(channel.bs_tx_power_dbm)),
+    )
+    return up, down
 
 
 def overcommit_count(clients_per_round: int, factor: float) -> int:

@@ -102,6 +102,12 @@ def build_availability(section, n_clients: int, seed: int):
             n_clients,
         )
     if section.kind == "trace":
+        from fedjoule.channel.trace import trace_path
+        from fedjoule.devices.fedscale import BehaviourReplay, is_fedscale_file
+
+        path = trace_path(section.trace_file)
+        if is_fedscale_file(path):  # FedScale's behaviour trace format
+            return BehaviourReplay(path, n_clients)
         return TraceReplay(section.trace_file, n_clients, section.trace_period_s)
     return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
 
