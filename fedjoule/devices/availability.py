@@ -303,7 +303,22 @@ def _excerpt(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class TraceReplay:
+class IntervalReplay:
+    """Availability from online intervals: a subclass gives `_interval_end(client, t)`, the
+    end of the interval holding t (None: offline), and `n_clients`."""
+
+    def online(self, client: int, time_s: float, round_index: int) -> bool:
+        return self._interval_end(int(client), time_s) is not None
+
+    def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
+        end = self._interval_end(int(client), time_s)
+        return float(time_s) if end is None else end
+
+    def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
+        return np.array([self.online(k, time_s, round_index) for k in range(self.n_clients)])
+
+
+class TraceReplay(IntervalReplay):
     """Online intervals read from a CSV with columns client, start_s, end_s.
 
     With `period_s` the trace repeats every period_s seconds. Clients not in the file are
@@ -414,13 +429,3 @@ class TraceReplay:
                 return end if nxt is None else max(end, nxt)
             return end
         return None
-
-    def online(self, client: int, time_s: float, round_index: int) -> bool:
-        return self._interval_end(int(client), time_s) is not None
-
-    def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
-        end = self._interval_end(int(client), time_s)
-        return float(time_s) if end is None else end
-
-    def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
-        return np.array([self.online(k, time_s, round_index) for k in range(self.n_clients)])

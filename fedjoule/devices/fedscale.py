@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedjoule.devices.availability import IntervalReplay
 from fedjoule.errors import FedjouleError
 
 CAPACITY_FIELDS = ("computation", "communication")
@@ -237,7 +238,7 @@ def load_capacity(file: str) -> CapacityTrace:
     return CapacityTrace(trace_path(file))
 
 
-class BehaviourReplay:
+class BehaviourReplay(IntervalReplay):
     """availability from a FedScale behaviour trace: online on [active[i], inactive[i]]
     of each period finish_time (per client), the pattern repeating."""
 
@@ -289,16 +290,6 @@ class BehaviourReplay:
                 return math.inf
             return base + period + float(ends[0])
         return end
-
-    def online(self, client: int, time_s: float, round_index: int) -> bool:
-        return self._interval_end(int(client), time_s) is not None
-
-    def next_offline_s(self, client: int, time_s: float, round_index: int) -> float:
-        end = self._interval_end(int(client), time_s)
-        return float(time_s) if end is None else end
-
-    def online_mask(self, time_s: float, round_index: int) -> np.ndarray:
-        return np.array([self.online(k, time_s, round_index) for k in range(self.n_clients)])
 
 
 def check_file(path: str | Path, kind: str) -> None:
