@@ -43,3 +43,32 @@ def test_validate_says_what_run_says(case, tmp_path, capsys):
     assert ran in (0, 2)
     if ran == 2:
         assert not out.exists()
+
+
+def fuzz_cases(folder, n: int):
+    """The first n shrunk odd scenarios of the run-time fuzzer (benchmarks/fuzz_runtime.py,
+    seed 0) that load: the corpus the fuzzers run."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "fuzz_runtime.py"
+    spec = importlib.util.spec_from_file_location("fuzz_runtime", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cases, _ = module.make_cases(folder, 40, seed=0)
+    return [c for c in cases if c.stem.startswith("case-")][:n]
+
+
+@pytest.mark.timeout(600)
+def test_validate_says_what_run_says_over_the_fuzz_corpus(tmp_path, capsys):
+    cases = fuzz_cases(tmp_path / "cases", 8)
+    assert len(cases) == 8
+    for case in cases:
+        options = ["--set", "training.rounds=1"]
+        validated = invoke(["validate", str(case), *options])
+        out = tmp_path / "runs" / case.stem
+        ran = invoke(["run", str(case), *options, "--out", str(out), "-q", "--device", "cpu"])
+        message = capsys.readouterr().err
+        assert validated == ran or ran == 3, (case.name, validated, ran, message[-500:])
+        if ran == 2:
+            assert not out.exists()
