@@ -27,13 +27,11 @@ import numpy as np
 import simpy
 
 from fedjoule.channel.link import Link
-from fedjoule.channel.medium import TransmissionAborted, _check_bits
+from fedjoule.channel.medium import TransmissionAborted, _check_bits, finished_now
 from fedjoule.errors import FedjouleError
 
 REUSE_FACTORS = (1, 3, 4, 7)
 INTERFERENCE_KINDS = ("none", "cochannel")
-
-_FINISH_TOLERANCE_S = 1e-9
 
 
 def hexagonal_axial(n: int) -> np.ndarray:
@@ -239,14 +237,7 @@ class CochannelNetwork:
         if generation != self._generation:
             return
         self._advance()
-        finished = [
-            f
-            for f in self._flows
-            if f.rate_bps > 0 and f.remaining_bits <= f.rate_bps * _FINISH_TOLERANCE_S
-        ]
-        if not finished:
-            finished = [min(self._flows, key=_time_left_s)]
-        for flow in finished:
+        for flow in finished_now(self._flows):
             self._flows.remove(flow)
             flow.remaining_bits = 0.0
             flow.done.succeed()
@@ -267,10 +258,6 @@ class CochannelNetwork:
         if cell not in self._resources:
             self._resources[cell] = simpy.Resource(self.env, capacity=self.channels)
         return self._resources[cell]
-
-
-def _time_left_s(flow: _Flow) -> float:
-    return flow.remaining_bits / flow.rate_bps if flow.rate_bps > 0 else math.inf
 
 
 def _stats(flow: _Flow, airtime_s: float) -> dict:

@@ -159,18 +159,23 @@ class FdmaMedium:
         if generation != self._generation:
             return  # the medium changed after this wake-up was armed
         self._advance()
-        finished = [
-            t
-            for t in self._transfers
-            if t.rate_bps > 0 and t.remaining_bits <= t.rate_bps * _FINISH_TOLERANCE_S
-        ]
-        if not finished:  # round-off left the earliest finisher a few bits short
-            finished = [min(self._transfers, key=_time_left_s)]
-        for transfer in finished:
+        for transfer in finished_now(self._transfers):
             self._transfers.remove(transfer)
             transfer.remaining_bits = 0.0
             transfer.done.succeed()
         self._rearm()
+
+
+def finished_now(transfers: list) -> list:
+    """The transfers (anything with rate_bps and remaining_bits) whose last bits are due
+    within _FINISH_TOLERANCE_S, or, when round-off left none, the earliest finisher (a few
+    bits short). Shared by the cell media here and the co-channel network."""
+    finished = [
+        t
+        for t in transfers
+        if t.rate_bps > 0 and t.remaining_bits <= t.rate_bps * _FINISH_TOLERANCE_S
+    ]
+    return finished or [min(transfers, key=_time_left_s)]
 
 
 def _time_left_s(transfer: _Transfer) -> float:
