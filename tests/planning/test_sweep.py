@@ -167,6 +167,7 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
     assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == NAMES
 
 
+@pytest.mark.slow  # Ray's start again (about 10 s); the sweep above keeps Ray in make test
 def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
     """(issue 21, item 10) Started from a folder holding a directory named fedjoule (a
     checkout's parent), Ray's workers still import the installed package."""
