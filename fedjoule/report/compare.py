@@ -31,6 +31,7 @@ class Comparison:
     rows: list[dict]  # report.csv's rows: run label, folder, summary, Pareto marks
     files: list[Path]
     aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (repeats)
+    warnings: list[str] = field(default_factory=list)  # e.g. CIs from fewer than 3 seeds
 
 
 def default_report_dir() -> Path:
@@ -70,9 +71,11 @@ def run_labels(dirs: list[Path]) -> list[str]:
 
 
 def compare_runs(
-    paths: list[Path], out: Path, objective: pareto.Objective = pareto.Objective()
+    paths: list[Path], out: Path, objective: pareto.Objective = pareto.Objective(), ci: str = "t"
 ) -> Comparison:
-    """Write the comparison plots, report.csv and the Pareto plots into `out`."""
+    """Write the comparison plots, report.csv and the Pareto plots into `out`; runs
+    repeated over seeds also aggregate.csv/json with `ci` (t or bootstrap) intervals, and
+    report.csv then marks each run with its group's place on the front of the means."""
     dirs = expand_run_dirs(paths)
     labels = run_labels(dirs)
     values = grid_values(paths)
@@ -91,17 +94,30 @@ def compare_runs(
         rows = pareto.mark_fronts(rows, objective)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(out / REPORT_CSV, rows)
     curves = {label: read_rounds(d / "rounds.csv") for label, d in zip(labels, dirs, strict=True)}
     contexts = {label: PlotContext.from_folder(d) for label, d in zip(labels, dirs, strict=True)}
     files = [out / REPORT_CSV, *plot_curves(curves, out, contexts)]
-    means = []
+    means, warnings = [], []
     if repeated:
-        means, written = aggregate.write_seed_outputs(out, groups, objective)
-        files += written
+        written = aggregate.write_seed_outputs(out, groups, objective, method=ci)
+        means, warnings = written.rows, written.warnings
+        files += written.files
+        rows = marks_of_groups(rows, dirs, groups, means)
     else:
         files += pareto.write_front_plots(rows, labels, out, objective)
-    return Comparison(out, rows, files, means)
+    write_table(out / REPORT_CSV, rows)
+    return Comparison(out, rows, files, means, warnings)
+
+
+def marks_of_groups(rows, dirs, groups, means) -> list[dict]:
+    """Each run's row with the Pareto marks of its seed group's means."""
+    by_label = {m["group"]: m for m in means}
+    group_of = {d: g.label for g in groups for d in g.run_dirs}
+    marked = []
+    for row, d in zip(rows, dirs, strict=True):
+        mean = by_label.get(group_of.get(d), {})
+        marked.append({**row, **{f"pareto_{k}": mean.get(f"pareto_{k}") for k in pareto.COSTS}})
+    return marked
 
 
 def grid_values(paths: list[Path]) -> dict[Path, dict[str, str]]:
@@ -146,9 +162,21 @@ def plot_curves(
         fig, ax = plt.subplots(figsize=(8, 4.5))
         every = [r[column] for rows in evaluated.values() for r in rows]
         scaled = iter(accuracy_x(ax, column, what, every))
+        series = []
         for run, rows in evaluated.items():
-            x = [next(scaled) for _ in rows]
-            plot_steps(ax, x, [r["accuracy"] for r in rows], label=run)
+            series.append(([next(scaled) for _ in rows], [r["accuracy"] for r in rows]))
+        styles = figures.coincide_styles(list(evaluated), series)  # both visible, and said
+        for (x, y), style in zip(series, styles, strict=True):
+            plot_steps(
+                ax,
+                x,
+                y,
+                label=style["label"],
+                ls=style["ls"],
+                zorder=style["zorder"],
+                offset=style["offset"],
+                of=style["of"],
+            )
         figures.add_target_lines(ax, contexts.values(), ["accuracy"])
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
