@@ -82,14 +82,6 @@ BOOTSTRAP_SEED = 0  # the resampling is seeded: the same seeds give the same int
 FEW_SEEDS = 3  # a CI over fewer seeds than this is warned about
 
 
-def check_ci(value, name: str = "ci") -> str:
-    """The CI method asked for (`--ci`, the API's `ci`): t or bootstrap; one check for the
-    command line and the API (fedjoule/arguments.py)."""
-    from fedjoule.arguments import choice
-
-    return choice(name, value, CI_METHODS)
-
-
 def physical_range(name: str) -> tuple[float, float]:
     """The range a figure can take, from its name: accuracies, fractions and detection
     rates [0, 1]; energies, times, losses, rounds, counts and spreads [0, inf); any other

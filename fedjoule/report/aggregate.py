@@ -175,8 +175,8 @@ STATISTICS = {
 
 
 def few_seeds_warnings(groups: list[SeedGroup], names: list[str], method: str = "t") -> list[str]:
-    """One warning per figure (file `names`) whose confidence intervals rest on fewer than
-    FEW_SEEDS seeds: how many, and what that does to the interval."""
+    """A warning naming the figures (files `names`) whose confidence intervals rest on
+    fewer than FEW_SEEDS seeds: how many, and what that does to the interval."""
     counts = [len(g.seeds) for g in groups if g.seeds]
     if not counts or min(counts) >= FEW_SEEDS:
         return []
@@ -190,8 +190,9 @@ def few_seeds_warnings(groups: list[SeedGroup], names: list[str], method: str = 
         )
     else:
         why = f"{n} seeds: a bootstrap of {n} values has at most {2**n - 1} distinct means"
-    return [f"{name}: CIs from fewer than {FEW_SEEDS} seeds ({why}); use --seeds 3 or more"
-            for name in names]
+    return [
+        f"{', '.join(names)}: CIs from fewer than {FEW_SEEDS} seeds ({why}); use --seeds 3 or more"
+    ]
 
 
 def group_label(values: dict[str, str]) -> str:
@@ -240,7 +241,8 @@ def write_seed_outputs(
     and .json, the band plots and, with `fronts` and more than one group, the fronts of
     the means; `method`: the CI, t or bootstrap."""
     rows = write_aggregate(out, groups, objective, method)
-    files = [Path(out) / AGGREGATE_CSV, Path(out) / AGGREGATE_JSON, *plot_bands(out, groups, method)]
+    files = [Path(out) / AGGREGATE_CSV, Path(out) / AGGREGATE_JSON]
+    files += plot_bands(out, groups, method)
     if fronts and len(groups) > 1:  # one group (run --seeds) has no front to draw
         files += plot_mean_fronts(out, rows, objective, groups, method)
     figures_ = [f.name for f in files if f.suffix == ".png"] + [AGGREGATE_CSV]
@@ -313,7 +315,7 @@ def plot_mean_fronts(
     """pareto_<kind>_mean.png: every group's mean cost against its mean accuracy with 95 %
     CI whiskers on both (clipped to the physical range: accuracy [0, 1], costs >= 0); the
     front's members filled, numbered and joined, the others hollow; the numbers keyed to
-    the groups beside the plot (groups at the same spot share one label, '1, 3')."""
+    the groups in the legend (groups at the same spot share one label, '1, 3')."""
     plt = figures.plt
     contexts = _context(list(groups))
     acc = objective.accuracy
@@ -349,8 +351,8 @@ def plot_mean_fronts(
                 alpha=0.5,
                 label="front",
             )
-        key = "\n".join(f"{i}: {r['group']}" for i, r in enumerate(shown, 1))
-        ax.text(1.02, 0.0, key, transform=ax.transAxes, fontsize=8, va="bottom")
+        for i, r in enumerate(shown, 1):  # the numbers keyed in the legend
+            ax.plot([], [], ls="none", marker=f"${i}$", color="black", label=f"{i}: {r['group']}")
         figures.log_axis_if_spans(ax, [r[f"{cost}_mean"] for r in shown])
         ax.set_xlabel(xlabel.replace(" (", " to target (") if objective.to_target else xlabel)
         ax.set_ylabel(acc.replace("_", " "))

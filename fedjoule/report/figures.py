@@ -108,6 +108,7 @@ PAPER_STYLE_FILE = STYLE_DIR / "paper.mplstyle"
 PAPER_WIDTH_IN = 3.5  # one column of a two-column paper (IEEE, ACM: 3.3 to 3.5 in)
 PAPER_FONT_PT = 8  # axis labels
 PAPER_SMALL_PT = 7  # tick labels, legends, notes on the plot
+PAPER_LEGEND_CHARS = 24  # a legend label this long or shorter: two legend columns
 
 PLOT_STYLE: str | None = None  # None: the default look; "paper"; or a .mplstyle file
 
@@ -234,7 +235,7 @@ def restyle(fig, style: str | None = None) -> None:
     sizes = style_sizes(style)
     titles, labels, ticks, legends = set(), set(), set(), set()
     for ax in fig.axes:
-        titles.update(ax.title, ax._left_title, ax._right_title)
+        titles.update((ax.title, ax._left_title, ax._right_title))
         labels.update((ax.xaxis.label, ax.yaxis.label))
         ax.tick_params(axis="both", which="both", labelsize=sizes["tick"])
         for axis in (ax.xaxis, ax.yaxis):
@@ -262,7 +263,19 @@ def restyle(fig, style: str | None = None) -> None:
     width = style_width_in(style)
     if width is not None:
         w, h = fig.get_size_inches()
-        fig.set_size_inches(width, max(width * h / w, 0.6 * width))
+        if not hasattr(fig, "_fedjoule_aspect"):  # (restyled twice: the first aspect)
+            fig._fedjoule_aspect = h / w
+        plot_h = max(width * fig._fedjoule_aspect, 0.6 * width)
+        fig.set_size_inches(width, plot_h)
+        fig.tight_layout()
+        # room for legends above or beside the axes: the figure grows by their height
+        renderer = fig.canvas.get_renderer()
+        extra = 0.0
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is not None and style == PAPER:
+                extra = max(extra, legend.get_window_extent(renderer).height / fig.dpi)
+        fig.set_size_inches(width, plot_h + extra)
     fig.tight_layout()
 
 
@@ -487,6 +500,30 @@ def grid_ticks(ax, values: Iterable[float], axis: str = "x", log: bool | None = 
     target.set_minor_locator(NullLocator())
 
 
+def log_value_ticks(ax, low: float, high: float, axis: str = "y", least: int = 3) -> list[float]:
+    """Labelled ticks of a log axis showing [low, high]: the decades where at least `least`
+    of them lie inside, else 1, 2, 5 x 10^k, else 1..9 x 10^k, each written as a plain
+    number (0.5, 2, 20), so that the axis never has a single labelled tick; returns them."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    first, last = math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
+        ticks = [
+            float(f"{m * 10.0**k:.12g}")
+            for k in range(first, last + 1)
+            for m in mantissas
+            if low <= m * 10.0**k <= high
+        ]
+        if len(ticks) >= least:
+            break
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    target.set_minor_locator(NullLocator())
+    return ticks
+
+
 def integer_ticks(ax, axis: str = "x") -> None:
     from matplotlib.ticker import MaxNLocator
 
@@ -497,12 +534,16 @@ def legend_outside(ax, **options):
     """The legend right of the axes, so that it hides no data (paper style: above the
     axes, where the title was, in two columns)."""
     if current_style() == PAPER:
-        entries = len(options.get("handles") or ax.get_legend_handles_labels()[0])
+        labels = options.get("labels")
+        if labels is None:
+            handles = options.get("handles") or ax.get_legend_handles_labels()[0]
+            labels = [h.get_label() for h in handles]
+        wide = max((len(line) for t in labels for line in str(t).splitlines()), default=0)
         options = {
             **options,
             "loc": "lower center",
             "bbox_to_anchor": (0.5, 1.02),
-            "ncol": 1 if entries < 2 else 2,
+            "ncol": 2 if len(labels) > 1 and wide <= PAPER_LEGEND_CHARS else 1,
         }
         return ax.legend(**options)
     options = {"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0), **options}
@@ -699,3 +740,10 @@ def merge_close_points(ax, xs, ys, texts, pixels: float = 6.0):
         else:
             merged.append([x, y, [text], px])
     return [m[0] for m in merged], [m[1] for m in merged], [", ".join(m[2]) for m in merged]
+
+
+if os.environ.get(STYLE_ENV):  # a process started by one that set a style draws in it
+    try:
+        current_style()
+    except FedjouleError:  # (a style file gone since: the default look)
+        PLOT_STYLE = None
