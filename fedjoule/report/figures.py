@@ -285,7 +285,7 @@ def save_plot(fig, path_png: Path, dpi: int = DPI) -> Path:
     path."""
     path_png = Path(path_png)
     restyle(fig)
-    if current_style() is not None:
+    if current_style() == PAPER:
         dpi = max(dpi, 300)  # print resolution
     for fmt in current_formats():
         target = path_png if fmt == "png" else path_png.with_suffix(f".{fmt}")

@@ -57,9 +57,8 @@ def worst_note(rows: list[dict]) -> str:
     if not zero:
         return ""
     return (
-        f"\n(0 in {len(zero)} of {len(rows)} evaluations: a client got none of its\n"
-        "local test samples right; under label skew its test set can be\n"
-        "one class the global model does not yet predict for it)"
+        f"\n(0 in {len(zero)} of {len(rows)} evaluations: some client\n"
+        "gets none of its local test samples right)"
     )
 
 
@@ -75,8 +74,8 @@ def plot_run(out_dir: Path) -> list[Path]:
         for key, series in ACCURACY_SERIES:
             kept = [(xi, r[key]) for xi, r in zip(x, rows, strict=True) if r[key] == r[key]]
             if kept:
-                label = series + (worst_note(rows) if key == "worst_client_accuracy" else "")
-                figures.plot_steps(ax, *zip(*kept, strict=True), label=label)
+                shown = series + (worst_note(rows) if key == "worst_client_accuracy" else "")
+                figures.plot_steps(ax, *zip(*kept, strict=True), label=shown)
         figures.add_target_lines(ax, [context], [key for key, _ in ACCURACY_SERIES])
         ax.set_ylabel("accuracy")
         ax.grid(alpha=0.3)
@@ -121,7 +120,10 @@ def plot_energy_by_class(out_dir: Path, context: PlotContext | None = None) -> P
         f"{n}\n{classes[n]['devices']} devices\n{classes[n]['selected']} participations"
         for n in names
     ]
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.5, 2.2 * len(names) + 4), 4.6))
+    if figures.current_style() == figures.PAPER:  # one column: the panels one above the other
+        fig, axes = plt.subplots(2, 1, figsize=(6.0, 7.0))
+    else:
+        fig, axes = plt.subplots(1, 2, figsize=(max(8.5, 2.2 * len(names) + 4), 4.6))
     panels = (
         ("mean per device", "devices", "energy per device (J)"),
         ("per participation (per selection)", "selected", "energy per participation (J)"),
