@@ -9,6 +9,7 @@ Rich shrinks a table that is wider than the terminal by cutting its columns ("sc
 `Console(width=...)` in tests) and gives rich widths that fit.
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,11 +19,16 @@ from rich.table import Table
 Cell = str | tuple[str, ...]  # a text (broken at spaces) or its unbreakable units
 
 
+# a text's unbreakable parts: "[lo, hi]", "(2.08 %)", "± 0.12", or a word
+UNIT = re.compile(r"\[[^\]]*\]|\([^)]*\)|± \S+|\S+")
+
+
 def units(cell: Cell) -> tuple[str, ...]:
-    """The parts of a cell that are never broken: a text's words, or the units given."""
+    """The parts of a cell that are never broken: a text's words (an interval "[0, 1]", a
+    bracket "(2 %)" and "± 0.1" each one part), or the units given."""
     if isinstance(cell, tuple):
         return tuple(u for u in cell if u) or ("",)
-    return tuple(str(cell).split()) or ("",)
+    return tuple(UNIT.findall(str(cell))) or ("",)
 
 
 def one_line(cell: Cell) -> str:
