@@ -911,12 +911,14 @@ def plan(
             on_replays=watch.replays,
             on_replay=watch.replayed,
         )
-    table = Table(title=f"K* per cell ({result.method})")
+    from fedjoule.report.terminal import FittedTable
+
+    table = FittedTable(title=f"K* per cell ({result.method})", keys=2)  # never cuts a value
     columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
     if options.seeds:
         columns[3:] = ["R(K*) mean", "E_total (J) mean ± 95 % CI", "indistinguishable K"]
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for b in result.best:
         found = b["K_star"] is not None
         energy = f"{b['E_total_j']:.4g}" if found else ""

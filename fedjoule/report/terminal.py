@@ -98,16 +98,18 @@ class FittedTable:
         if sum(least) > free:
             return None
         widths, spare = list(least), free - sum(least)
-        wanting = [m - w for m, w in zip(most, widths, strict=True)]
-        while spare > 0 and any(wanting):
-            share = max(spare // sum(1 for w in wanting if w > 0), 1)
-            for i, want in enumerate(wanting):
-                give = min(want, share, spare)
-                widths[i] += give
-                wanting[i] -= give
-                spare -= give
-                if spare == 0:
-                    break
+        cells = [max([c.least(), *(len(one_line(x)) for x in c.cells)]) for c in columns]
+        for goal in (cells, most):  # the cells on one line first, then the headers
+            wanting = [max(g - w, 0) for g, w in zip(goal, widths, strict=True)]
+            while spare > 0 and any(wanting):
+                share = max(spare // sum(1 for w in wanting if w > 0), 1)
+                for i, want in enumerate(wanting):
+                    give = min(want, share, spare)
+                    widths[i] += give
+                    wanting[i] -= give
+                    spare -= give
+                    if spare == 0:
+                        break
         return widths
 
     def parts(self, room: int) -> tuple[bool, list[tuple[list[_Column], list[int]]]]:
