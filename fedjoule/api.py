@@ -527,6 +527,15 @@ def _undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[s
             pass
 
 
+def _styled(style: str | None):
+    """The plots of an API call in `style` (None: as they are), the setting undone after."""
+    from contextlib import nullcontext
+
+    from fedjoule.report.figures import plot_style
+
+    return nullcontext() if style is None else plot_style(style)
+
+
 def _say(quiet: bool) -> Callable[[str], None]:
     if quiet:
         return lambda text: None
@@ -550,6 +559,7 @@ def run(
     threads: int | None = None,
     state_memory_mb: float | None = 2048,
     quiet: bool = True,
+    plot_style: str | os.PathLike[str] | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> RunResult:
@@ -568,7 +578,8 @@ def run(
     auto (CUDA if present), cpu or cuda. executor: vectorised, vmap, compiled or sequential.
     threads: torch CPU threads during the run (default: as set). state_memory_mb: client
     state kept in memory; beyond it rows spill to client_state.bin (None: never).
-    quiet: False prints warnings and a line per round on stderr.
+    quiet: False prints warnings and a line per round on stderr. plot_style: None (the
+    default look), "paper" or a matplotlib style file (`--plot-style`).
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
@@ -590,6 +601,7 @@ def run(
     arguments.flag("resume", resume)
     arguments.threads("threads", threads)
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
+    style = arguments.plot_style("plot_style", plot_style)
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
     if resume and out is None:
@@ -632,7 +644,10 @@ def run(
     if threads:
         torch.set_num_threads(threads)
     try:
-        run_scenario(loaded, folder, resume=resume, on_start=on_start, on_round=record, **common)
+        with _styled(style):
+            run_scenario(
+                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
+            )
     except RunDiverged:  # its files are written; the result says so
         pass
     finally:
@@ -692,6 +707,9 @@ def sweep(
     data_dir: str | os.PathLike[str] | None = None,
     pareto_accuracy: str = "final_accuracy",
     pareto_to_target: bool = False,
+    seeds: int | Sequence[int] | None = None,
+    ci: str = "t",
+    plot_style: str | os.PathLike[str] | None = None,
     quiet: bool = True,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
@@ -707,8 +725,12 @@ def sweep(
     once (default: local, cores // threads_per_run). threads_per_run: torch threads (and
     Ray CPUs) per run. device: auto, cpu or cuda. pareto_accuracy: final_accuracy,
     best_accuracy, worst_client_accuracy or client_accuracy_p10; pareto_to_target: fronts
-    over the costs to the target. A Scenario is written to out/scenario.yaml and read
-    from there. Runs that fail raise FedjouleError after the others finished.
+    over the costs to the target. seeds: a count N (seeds 0..N-1) or a list (`--seeds`):
+    every point once per seed, aggregate.csv/json with each point's mean and 95 % CI
+    (`ci`: "t" Student, or "bootstrap"), sweep.csv marked with the fronts of the means.
+    plot_style: None, "paper" or a matplotlib style file (`--plot-style`). A Scenario is
+    written to out/scenario.yaml and read from there. Runs that fail raise FedjouleError
+    after the others finished.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -732,6 +754,11 @@ def sweep(
     )
     arguments.text("pareto_accuracy", pareto_accuracy)
     arguments.flag("pareto_to_target", pareto_to_target)
+    seed_list = arguments.seeds("seeds", seeds)
+    arguments.ci("ci", ci)
+    style = arguments.plot_style("plot_style", plot_style)
+    if seed_list is not None and "seed" in axes:
+        raise arguments.ArgumentError("seeds=...: seed is then an axis; leave it out of axes")
 
     options = _sweep_options(
         backend,
@@ -761,10 +788,23 @@ def sweep(
         say(f"{name}: {status}")
 
     try:
-        run_sweep(source, grid, folder, sets, options, on_plan=on_plan, on_run=on_run)
+        with _styled(style):
+            result = run_sweep(
+                source,
+                grid,
+                folder,
+                sets,
+                options,
+                on_plan=on_plan,
+                on_run=on_run,
+                seeds=seed_list,
+                ci=ci,
+            )
     except BaseException:
         _undo_source(folder, written, created, (SWEEP_JSON,))
         raise
+    for warning in result.warnings:
+        say(f"warning: {warning}")
     say(f"results in {folder}")
     return SweepResult.from_folder(folder)
 
@@ -803,6 +843,7 @@ def plan(
     device: str = "auto",
     data_dir: str | os.PathLike[str] | None = None,
     seeds: int | Sequence[int] | None = None,
+    plot_style: str | os.PathLike[str] | None = None,
     quiet: bool = True,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
@@ -819,6 +860,7 @@ def plan(
     as for `sweep`. quiet: False prints the plan's progress messages on stderr.
     seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
     per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
+    plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -839,6 +881,7 @@ def plan(
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
+    style = arguments.plot_style("plot_style", plot_style)
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(
@@ -864,7 +907,8 @@ def plan(
     created = not folder.exists()
     source, written = _source(scenario, folder)
     try:
-        run_plan(source, folder, sets, options, say=_say(quiet))
+        with _styled(style):
+            run_plan(source, folder, sets, options, say=_say(quiet))
     except BaseException:
         _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
         raise

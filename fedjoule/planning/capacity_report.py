@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
-from rich.table import Table
-
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
+from fedjoule.report.terminal import FittedTable
 
 CSV_COLUMNS = [
     "clients_per_round", "uplink_bandwidth_hz", "rounds", "client_time_s", "round_time_s",
@@ -19,10 +18,20 @@ def number(value, digits: int = 4) -> str:
 
 
 def with_ci(figures: dict, key: str) -> str:
-    """`mean ± ci95` where the figures are seed means, else the value."""
+    """`mean ± ci95` where the figures are seed means, else the value; an interval that
+    would pass the figure's physical range (a fraction's [0, 1], a time's or an energy's
+    0) as its bounds cut there: `mean [lo, hi]`."""
+    from fedjoule.seeds import physical_range
+
     text = number(figures[key])
     ci = figures.get(f"{key}_ci95")
-    return text if ci is None else f"{text} ± {ci:.2g}"
+    if ci is None or figures[key] is None:
+        return text
+    low, high = physical_range(key)
+    mean = figures[key]
+    if mean - ci >= low and mean + ci <= high:
+        return f"{text} ± {ci:.2g}"
+    return f"{text} [{max(mean - ci, low):.3g}, {min(mean + ci, high):.3g}]"
 
 
 def print_capacity(console, scenario, plan: dict) -> None:
@@ -32,7 +41,7 @@ def print_capacity(console, scenario, plan: dict) -> None:
     title = f"capacity of {scenario.name} ({scenario.population.size:,} devices)"
     if seeds:
         title += f", mean ± 95 % CI over {len(seeds)} seeds"
-    table = Table(title=title)
+    table = FittedTable(title=title)  # fits the terminal, never cuts a figure
     table.add_column("figure")
     columns = [("scenario", plan["scenario"])]
     if plan["at_answer"] is not None:

@@ -63,6 +63,7 @@ class SweepResult:
     wall_time_s: float
     grid_keys: list[str] = field(default_factory=list)  # the grid's keys, seed last
     aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (--seeds)
+    warnings: list[str] = field(default_factory=list)  # e.g. CIs from fewer than 3 seeds
 
 
 def run_folder(out: Path, point: Point) -> Path:
@@ -110,6 +111,7 @@ def run_sweep(
     on_run: Callable[[str, str], None] | None = None,
     seeds: list[int] | None = None,
     fronts: bool = True,
+    ci: str = "t",
 ) -> SweepResult:
     """Run every point of the grid into out/runs/<name>; write sweep.csv, sweep.json and the
     Pareto plots. `on_plan(points, states, folders)` (run name -> state, run folder) is
@@ -117,7 +119,8 @@ def run_sweep(
     status)` after each. Every grid value is validated before anything runs. `seeds`: the
     grid is repeated for each seed (a last axis `seed`), and aggregate.csv/json give each
     point's mean, std and 95 % CI over them (report/aggregate.py). `fronts`: write the
-    Pareto plots (plan's runs stop at the target, where fronts say nothing)."""
+    Pareto plots (plan's runs stop at the target, where fronts say nothing). `ci`: the
+    confidence interval over seeds, t (Student) or bootstrap (seeds.interval)."""
     options = options or SweepOptions()
     sets = list(sets or [])
     axes = parse_grid(grid, sets, allow_empty=bool(seeds))
@@ -188,11 +191,13 @@ def run_sweep(
         cluster = {}
 
     rows = combined_rows(out, points, options.objective, mark=not seeds)
-    write_table(out / SWEEP_CSV, rows)
-    means = []
+    means, warnings = [], []
     if seeds:
-        means = write_seed_aggregate(out, points, options.objective, fronts)
-    elif fronts:
+        written = write_seed_aggregate(out, points, options.objective, fronts, ci)
+        means, warnings = written.rows, written.warnings
+        rows = marks_of_means(rows, points, means)
+    write_table(out / SWEEP_CSV, rows)
+    if fronts and not seeds:
         pareto.write_front_plots(rows, [r["run"] for r in rows], out, options.objective)
     wall = time.perf_counter() - tic
     description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
@@ -207,7 +212,7 @@ def run_sweep(
             f"{len(errors)} of {len(points)} runs failed ({listed}); the others are in {out}. "
             "Run the same sweep again to retry them."
         )
-    return SweepResult(out, rows, status, wall, [a.key for a in axes], means)
+    return SweepResult(out, rows, status, wall, [a.key for a in axes], means, warnings)
 
 
 def combined_rows(
@@ -233,8 +238,8 @@ def seed_axis(axes: list[Axis], sets: list[str], seeds: list[int]) -> Axis:
 
 
 def write_seed_aggregate(
-    out: Path, points: list[Point], objective: pareto.Objective, fronts: bool = True
-) -> list[dict]:
+    out: Path, points: list[Point], objective: pareto.Objective, fronts: bool = True, ci="t"
+) -> aggregate.SeedOutputs:
     """aggregate.csv/json, the band plots and the Pareto fronts over the means, from the
     finished runs of a sweep with a seed axis."""
     finished = [
@@ -242,7 +247,20 @@ def write_seed_aggregate(
         for p in points
         if (run_folder(out, p) / "summary.json").exists()
     ]
-    rows, _ = aggregate.write_seed_outputs(
-        out, aggregate.group_by_seed(finished), objective, fronts
+    return aggregate.write_seed_outputs(
+        out, aggregate.group_by_seed(finished), objective, fronts, ci
     )
-    return rows
+
+
+def marks_of_means(rows: list[dict], points: list[Point], means: list[dict]) -> list[dict]:
+    """sweep.csv's per-seed rows with the Pareto marks of their point's seed-means
+    (aggregate.csv's `pareto_energy`, `pareto_time`): a run is marked when its grid point
+    is on the front of the means."""
+    by_group = {m["group"]: m for m in means}
+    values = {p.name: p.values for p in points}
+    marked = []
+    for row in rows:
+        label = aggregate.group_label(values[row["run"]])
+        mean = by_group.get(label, {})
+        marked.append({**row, **{f"pareto_{k}": mean.get(f"pareto_{k}") for k in pareto.COSTS}})
+    return marked
