@@ -126,11 +126,14 @@ def write_aggregate(out: Path, groups: list[SeedGroup], objective: pareto.Object
 def group_by_seed(named_runs: list[tuple[dict[str, str], Path]]) -> list[SeedGroup]:
     """Groups of runs whose grid values agree but for `seed`, in order of first
     appearance; `named_runs`: (grid values, run folder) of finished runs."""
+    from fedjoule.planning.grid import point_label
+
     groups: dict[str, SeedGroup] = {}
     for values, run_dir in named_runs:
         rest = {k: v for k, v in values.items() if k != "seed"}
-        label = "__".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rest.items()) or "all"
-        group = groups.setdefault(label, SeedGroup(label, rest, [], []))
+        label = point_label(rest) or "all"  # `fedprox mu=0.1, local_steps=5`
+        key = json.dumps(rest, sort_keys=True)
+        group = groups.setdefault(key, SeedGroup(label, rest, [], []))
         group.seeds.append(int(values["seed"]))
         group.run_dirs.append(Path(run_dir))
     return list(groups.values())
