@@ -680,9 +680,10 @@ def _sweep_options(backend, address, workers, threads_per_run, device, data_dir,
 @_plugins_allowed
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
-    axes: Mapping[str, Sequence[Any]],
+    axes: Mapping[str, Sequence[Any]] | None = None,
     out: str | os.PathLike[str] | None = None,
     *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
     overrides: Mapping[str, Any] | None = None,
     backend: str = "local",
     address: str | None = None,
@@ -701,7 +702,10 @@ def sweep(
     sweeps/<name>-<time>). Give the same `out` again to finish an interrupted sweep:
     finished runs are skipped, partial ones resumed.
 
-    axes: {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5], "seed": [0, 1]}.
+    axes (or grid=, the same): {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5],
+    "seed": [0, 1]}. Algorithms as values: {"algorithm": ["fedavg", "fedprox:mu=0.1",
+    {"name": "scaffold", "server_lr": 0.5}]} (presets, README "Sweeps"); a setting axis
+    {"algorithm.mu": [0.01, 0.1]} multiplies only the grid's algorithms that have `mu`.
     overrides: {dotted.key: value} applied to every run (not an axis key). backend: local
     (a process pool) or ray (address: a cluster; default a local Ray). workers: runs at
     once (default: local, cores // threads_per_run). threads_per_run: torch threads (and
@@ -716,6 +720,9 @@ def sweep(
     from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
 
     _check_scenario(scenario)
+    if axes is not None and grid is not None:
+        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
+    axes = grid if axes is None else axes
     if axes is None:
         raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
     arguments.mapping("axes", axes)

@@ -484,7 +484,9 @@ def sweep(
             "--grid",
             "-g",
             help="A scenario key and its values: dotted.key=v1,v2,... (repeatable; the sweep "
-            "runs the cartesian product; optional with --seeds).",
+            "runs the cartesian product; optional with --seeds). Algorithms with settings: "
+            "algorithm=fedavg,fedprox:mu=0.1,scaffold (each name[:key=value[:key=value]]); "
+            "algorithm.mu=0.01,0.1 multiplies only the grid's algorithms that have mu.",
         ),
     ] = None,
     set_: SetOption = None,

@@ -163,8 +163,11 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
                 if isinstance(value, list)
                 else str(value)
             ), key
-    # a sweep folder stands for all its runs
-    assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == NAMES
+    # a sweep folder stands for all its runs, labelled as in its sweep.json
+    labels = [n.replace("__", ", ") for n in NAMES]  # `local_steps=1, clients_per_round=5`
+    recorded = json.loads((local_sweep / "sweep.json").read_text())["runs"]
+    assert [r["label"] for r in recorded] == labels
+    assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == labels
 
 
 def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
