@@ -616,6 +616,10 @@ def run(
             f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "
             f"parameters on {world.device}, from round {first_round + 1} of {total}"
         )
+        if resume:
+            from fedjoule.cli import resume_message
+
+            say(resume_message(folder, first_round, total))
 
     def record(row: dict) -> bool | None:
         if not quiet:
@@ -717,7 +721,7 @@ def sweep(
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
+    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
 
     _check_scenario(scenario)
     if axes is not None and grid is not None:
@@ -763,6 +767,8 @@ def sweep(
             f"sweep {len(points)} runs on {backend}: {done} finished (skipped), {partial} to "
             f"resume, {len(points) - done - partial} to start; folder {folder}"
         )
+        for line in state_lines(points, states, folders):
+            say(line)
 
     def on_run(name: str, status: str) -> None:
         say(f"{name}: {status}")
@@ -870,8 +876,16 @@ def plan(
     check_out_folder(folder)
     created = not folder.exists()
     source, written = _source(scenario, folder)
+    say = _say(quiet)
+
+    def on_plan(points, states, folders) -> None:  # (a restarted plan's runs)
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):
+            say(line)
+
     try:
-        run_plan(source, folder, sets, options, say=_say(quiet))
+        run_plan(source, folder, sets, options, say=say, on_plan=on_plan)
     except BaseException:
         _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
         raise

@@ -340,6 +340,8 @@ def run(
             ),
             soft_wrap=True,
         )
+        if resume:
+            console.print(resume_message(out, first_round, world.scenario.training.rounds))
         task = progress.add_task(
             name, total=world.scenario.training.rounds, completed=first_round, status=""
         )
@@ -376,6 +378,21 @@ def run(
         )
     print_summary(summary)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+
+
+def resume_message(out: Path, first_round: int, total: int) -> str:
+    """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
+    (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
+    from fedjoule.simulator.checkpoint import NAME
+
+    if first_round == 0:
+        return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
+    done = (
+        "1 round done (rounds.csv row 0)"
+        if first_round == 1
+        else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
+    )
+    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
@@ -524,7 +541,7 @@ def sweep(
     use_plot_formats(plot_format)
 
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions, run_sweep
+    from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
     from fedjoule.report.compare import aggregate_table, summary_table
     from fedjoule.seeds import parse_seeds
 
@@ -554,6 +571,8 @@ def sweep(
             ),
             soft_wrap=True,
         )
+        for line in state_lines(points, states, folders):
+            watch.progress.console.print(line, soft_wrap=True)
         watch.on_plan(points, states, folders)
 
     def stopped() -> str:
@@ -836,6 +855,14 @@ def plan(
         return f"interrupted; run the same command with --out {folder} to resume its runs"
 
     watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
+
+    def on_plan(points, states, folders) -> None:
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+            watch.progress.console.print(line, soft_wrap=True)
+        watch.on_plan(points, states, folders)
+
     with stop_message(stopped), watch:
         result = run_plan(
             scenario,
@@ -843,7 +870,7 @@ def plan(
             set_ or [],
             options,
             say=lambda s: watch.progress.console.print(s, soft_wrap=True),
-            on_plan=watch.on_plan,
+            on_plan=on_plan,
             on_run=watch.on_run,
             on_replays=watch.replays,
             on_replay=watch.replayed,

@@ -212,6 +212,29 @@ def run_sweep(
     return SweepResult(out, rows, status, wall, [a.key for a in axes], means)
 
 
+def state_lines(
+    points: list[Point], states: dict[str, str], folders: dict[str, Path], most: int = 8
+) -> list[str]:
+    """Which runs of a restarted sweep are done (skipped) and which resume, and from which
+    round (their checkpoint's); empty when every run starts afresh. At most `most` names
+    a line, then how many more."""
+
+    def listed(names: list[str]) -> str:
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        return ", ".join(names[:most]) + more
+
+    done = [p.label or p.name for p in points if states[p.name] == DONE]
+    partial = []
+    for p in points:
+        if states[p.name] == PARTIAL:
+            saved = checkpoint.read_checkpoint(Path(folders[p.name]) / CHECKPOINT, mmap=True)
+            next_round = saved["simulation"]["progress"]["next_round"]
+            total = saved["scenario"]["training"]["rounds"]
+            partial.append(f"{p.label or p.name} (from round {next_round + 1} of {total})")
+    lines = [f"  done, skipped: {listed(done)}"] if done else []
+    return lines + ([f"  resuming: {listed(partial)}"] if partial else [])
+
+
 def recorded_names(out: Path, points: list[Point]) -> list[Point]:
     """The points with the folder names an earlier start of this sweep gave them (its
     sweep.json), so a sweep started by an older fedjoule whose names differ resumes its
