@@ -888,6 +888,7 @@ def plan(
             energy += f" ± {b['E_total_j_ci95']:.2g}"
         same = ", ".join(map(str, b.get("indistinguishable", [])))
         rounds = b.get("rounds_to_target", "")
+        rounds = "—" if rounds is None else rounds  # (no None printed)
         cells = [
             f"{b['snr_db']:g}",
             f"{b['bandwidth_hz']:g}",
