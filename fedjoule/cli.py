@@ -540,6 +540,7 @@ def sweep(
         )
     use_plot_formats(plot_format)
 
+    from fedjoule.planning.grid import table_columns
     from fedjoule.planning.pareto import Objective
     from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
     from fedjoule.report.compare import aggregate_table, summary_table
@@ -590,9 +591,11 @@ def sweep(
             seeds=seed_list,
         )
     keys = result.grid_keys if result.rows else []
-    console.print(summary_table(result.rows, keys=keys, title="sweep"))
+    shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
+    console.print(summary_table(shown_rows, keys=shown_keys, title="sweep"))
     if seed_list:
-        console.print(aggregate_table(result.aggregate, keys, title="mean ± 95 % CI over seeds"))
+        shown_keys, means = table_columns(keys, result.aggregate)
+        console.print(aggregate_table(means, shown_keys, title="mean ± 95 % CI over seeds"))
     files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
     console.print(
         Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),

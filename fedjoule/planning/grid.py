@@ -203,17 +203,35 @@ def point_label(values: dict[str, str]) -> str:
     settings (`fedprox mu=0.1`; `fedavg`, not `name=fedavg`), then the other axes as
     `local_steps=5`, joined by ", "."""
     shorts = short_names(list(values))
-    algorithm, rest = [], []
+    algorithm = algorithm_label(values)
+    rest = [f"{shorts[k]}={v}" for k, v in values.items() if not k.startswith(ALGORITHM)]
+    return ", ".join(([algorithm] if algorithm else []) + rest)
+
+
+def algorithm_label(values: dict[str, str]) -> str:
+    """The algorithm part of a point's label: `fedprox mu=0.1` ("" without algorithm axes);
+    values missing or empty are left out (an algorithm without a setting of the grid)."""
+    name, settings = [], []
     for key, value in values.items():
+        if value is None or value == "":
+            continue
         if key == ALGORITHM:
-            algorithm.insert(0, parse_preset(value).label)
+            name.append(parse_preset(value).label)
         elif key == SETTING + "name":
-            algorithm.insert(0, value)
+            name.append(value)
         elif is_setting(key):
-            algorithm.append(f"{key[len(SETTING) :]}={value}")
-        else:
-            rest.append(f"{shorts[key]}={value}")
-    return ", ".join(([" ".join(algorithm)] if algorithm else []) + rest)
+            settings.append(f"{key[len(SETTING) :]}={value}")
+    return " ".join(name + settings)
+
+
+def table_columns(keys: list[str], rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """The grid columns of a printed table: the algorithm axes as one `algorithm` column
+    holding each row's algorithm label (`fedprox mu=0.1`), then the other keys."""
+    mine = [k for k in keys if k == ALGORITHM or k.startswith(SETTING)]
+    if not mine:
+        return keys, rows
+    shown = [{**r, ALGORITHM: algorithm_label({k: r.get(k) for k in mine})} for r in rows]
+    return [ALGORITHM, *(k for k in keys if k not in mine)], shown
 
 
 def plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[Point]:

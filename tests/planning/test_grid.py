@@ -7,7 +7,14 @@ from typer.testing import CliRunner
 
 from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
-from fedjoule.planning.grid import parse_grid, plan_points, point_label, run_name, split_values
+from fedjoule.planning.grid import (
+    parse_grid,
+    plan_points,
+    point_label,
+    run_name,
+    split_values,
+    table_columns,
+)
 
 
 def test_values_split_on_top_level_commas():
@@ -110,6 +117,14 @@ def test_a_setting_axis_multiplies_only_the_algorithms_that_have_it():
     ]
     assert points[3].name == "name=fedprox-mu=0.1__local_steps=5"
     assert len({p.scenario.model_dump_json() for p in points}) == 4
+    # the printed table: one `algorithm` column of labels, then the other axes
+    keys = ["algorithm.name", "algorithm.mu", "training.local_steps"]
+    rows = [{"run": p.name, **p.values} for p in points]
+    shown_keys, shown = table_columns(keys, rows)
+    assert shown_keys == ["algorithm", "training.local_steps"]
+    assert [r["algorithm"] for r in shown] == ["fedavg", "fedavg", "fedprox mu=0.1"] + [
+        "fedprox mu=0.1"
+    ]
     # a scenario whose algorithm has the setting: the axis alone, names as before
     alone = points_of("algorithm.mu=0.01,0.1", sets=("training.rounds=2", "algorithm.name=fedprox"))
     assert [(p.name, p.label) for p in alone] == [("mu=0.01", "mu=0.01"), ("mu=0.1", "mu=0.1")]
