@@ -387,6 +387,8 @@ def resume_message(out: Path, first_round: int, total: int) -> str:
 
     if first_round == 0:
         return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
+    if first_round >= total:
+        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
     done = (
         "1 round done (rounds.csv row 0)"
         if first_round == 1
