@@ -188,6 +188,11 @@ def test_labels_group_seeds_and_the_api_takes_presets_and_dicts(tmp_path):
     assert grid == ["algorithm=fedavg,{name: fedprox, mu: 0.1},scaffold:server_lr=0.5"]
     points = points_of(*grid)
     assert [p.label for p in points] == ["fedavg", "fedprox mu=0.1", "scaffold server_lr=0.5"]
+    import fedjoule
+
+    with pytest.raises(FedjouleError, match="give the grid once: axes= or grid=, not both"):
+        fedjoule.sweep("default", {"seed": [0]}, tmp_path / "x", grid={"seed": [0]})
+    assert not (tmp_path / "x").exists()
     grid = _grid_texts({"algorithm": ["fedavg", "fedprox"], "algorithm.mu": [0.01, 0.1]})
     assert [p.name for p in points_of(*grid)] == ["fedavg", "fedprox-mu=0.01", "fedprox-mu=0.1"]
 
