@@ -14,7 +14,7 @@ import copy
 import itertools
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +276,8 @@ def _plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[
     unused = [a.key for a in settings if a.key not in used]
     if unused:
         raise FedjouleError(_no_setting_message(base, main, unused))
-    return points
+    labels = [p.label for p in points]  # a label two points share: their folder names
+    return [p if labels.count(p.label) == 1 else replace(p, label=p.name) for p in points]
 
 
 def _point(base: dict, label: str, values: dict[str, str], names: dict) -> Point:
