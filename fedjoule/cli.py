@@ -384,6 +384,8 @@ def run(
             ),
             soft_wrap=True,
         )
+        if resume:
+            console.print(resume_message(out, first_round, world.scenario.training.rounds))
         task = progress.add_task(
             name, total=world.scenario.training.rounds, completed=first_round, status=""
         )
@@ -420,6 +422,23 @@ def run(
         )
     print_summary(summary)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+
+
+def resume_message(out: Path, first_round: int, total: int) -> str:
+    """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
+    (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
+    from fedjoule.simulator.checkpoint import NAME
+
+    if first_round == 0:
+        return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
+    if first_round >= total:
+        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
+    done = (
+        "1 round done (rounds.csv row 0)"
+        if first_round == 1
+        else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
+    )
+    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
@@ -528,7 +547,9 @@ def sweep(
             "--grid",
             "-g",
             help="A scenario key and its values: dotted.key=v1,v2,... (repeatable; the sweep "
-            "runs the cartesian product; optional with --seeds).",
+            "runs the cartesian product; optional with --seeds). Algorithms with settings: "
+            "algorithm=fedavg,fedprox:mu=0.1,scaffold (each name[:key=value[:key=value]]); "
+            "algorithm.mu=0.01,0.1 multiplies only the grid's algorithms that have mu.",
         ),
     ] = None,
     set_: SetOption = None,
@@ -569,8 +590,9 @@ def sweep(
     use_plot_style(plot_style)
     ci_method(ci)
 
+    from fedjoule.planning.grid import table_columns
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions, run_sweep
+    from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
     from fedjoule.report.compare import aggregate_table, summary_table
     from fedjoule.seeds import parse_seeds
 
@@ -600,6 +622,8 @@ def sweep(
             ),
             soft_wrap=True,
         )
+        for line in state_lines(points, states, folders):
+            watch.progress.console.print(line, soft_wrap=True)
         watch.on_plan(points, states, folders)
 
     def stopped() -> str:
@@ -619,10 +643,12 @@ def sweep(
         )
     keys = result.grid_keys if result.rows else []
     objective = options.objective
-    console.print(summary_table(result.rows, keys, sweep_title(objective), objective))
+    shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
+    console.print(summary_table(shown_rows, shown_keys, sweep_title(objective), objective))
     if seed_list:
         title = f"mean ± 95 % CI over seeds ({ci})"
-        console.print(aggregate_table(result.aggregate, keys, title, objective))
+        shown_keys, means = table_columns(keys, result.aggregate)
+        console.print(aggregate_table(means, shown_keys, title, objective))
     print_notes(result.warnings)
     files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
     console.print(
@@ -899,6 +925,14 @@ def plan(
         return f"interrupted; run the same command with --out {folder} to resume its runs"
 
     watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
+
+    def on_plan(points, states, folders) -> None:
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+            watch.progress.console.print(line, soft_wrap=True)
+        watch.on_plan(points, states, folders)
+
     with stop_message(stopped), watch:
         result = run_plan(
             scenario,
@@ -906,7 +940,7 @@ def plan(
             set_ or [],
             options,
             say=lambda s: watch.progress.console.print(s, soft_wrap=True),
-            on_plan=watch.on_plan,
+            on_plan=on_plan,
             on_run=watch.on_run,
             on_replays=watch.replays,
             on_replay=watch.replayed,
@@ -927,6 +961,7 @@ def plan(
             energy += f" ± {ci:.2g}" if ci <= b["E_total_j"] else f" [0, {b['E_total_j'] + ci:.3g}]"
         same = ", ".join(map(str, b.get("indistinguishable", [])))
         rounds = b.get("rounds_to_target", "")
+        rounds = "—" if rounds is None else rounds  # (no None printed)
         cells = [
             f"{b['snr_db']:g}",
             f"{b['bandwidth_hz']:g}",

@@ -8,7 +8,7 @@ last round), resumes the partial ones from their checkpoint and starts the rest.
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fedjoule import __version__
@@ -126,8 +126,8 @@ def run_sweep(
     axes = parse_grid(grid, sets, allow_empty=bool(seeds))
     if seeds:
         axes = [*axes, seed_axis(axes, sets, seeds)]
-    points = plan_points(scenario, sets, axes)
     out = Path(out)
+    points = recorded_names(out, plan_points(scenario, sets, axes))
     states = {p.name: run_state(run_folder(out, p), p) for p in points}
     if on_plan:
         on_plan(points, states, {p.name: run_folder(out, p) for p in points})
@@ -147,7 +147,8 @@ def run_sweep(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "finished": None,
         "runs": [
-            {"name": p.name, "folder": f"{RUNS}/{p.name}", "values": p.values} for p in points
+            {"name": p.name, "label": p.label, "folder": f"{RUNS}/{p.name}", "values": p.values}
+            for p in points
         ],
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +199,8 @@ def run_sweep(
         rows = marks_of_means(rows, points, means)
     write_table(out / SWEEP_CSV, rows)
     if fronts and not seeds:
-        pareto.write_front_plots(rows, [r["run"] for r in rows], out, options.objective)
+        labels = {p.name: p.label or p.name for p in points}
+        pareto.write_front_plots(rows, [labels[r["run"]] for r in rows], out, options.objective)
     wall = time.perf_counter() - tic
     description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
     for entry in description["runs"]:
@@ -213,6 +215,49 @@ def run_sweep(
             "Run the same sweep again to retry them."
         )
     return SweepResult(out, rows, status, wall, [a.key for a in axes], means, warnings)
+
+
+def state_lines(
+    points: list[Point], states: dict[str, str], folders: dict[str, Path], most: int = 8
+) -> list[str]:
+    """Which runs of a restarted sweep are done (skipped) and which resume, and from which
+    round (their checkpoint's); empty when every run starts afresh. At most `most` names
+    a line, then how many more."""
+
+    def listed(names: list[str]) -> str:
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        return ", ".join(names[:most]) + more
+
+    done = [p.label or p.name for p in points if states[p.name] == DONE]
+    partial = []
+    for p in points:
+        if states[p.name] == PARTIAL:
+            saved = checkpoint.read_checkpoint(Path(folders[p.name]) / CHECKPOINT, mmap=True)
+            next_round = saved["simulation"]["progress"]["next_round"]
+            total = saved["scenario"]["training"]["rounds"]
+            partial.append(f"{p.label or p.name} (from round {next_round + 1} of {total})")
+    lines = [f"  done, skipped: {listed(done)}"] if done else []
+    return lines + ([f"  resuming: {listed(partial)}"] if partial else [])
+
+
+def recorded_names(out: Path, points: list[Point]) -> list[Point]:
+    """The points with the folder names an earlier start of this sweep gave them (its
+    sweep.json), so a sweep started by an older fedjoule whose names differ resumes its
+    runs rather than starting them again."""
+    path = Path(out) / SWEEP_JSON
+    try:
+        runs = json.loads(path.read_text())["runs"]
+        recorded = {json.dumps(r["values"], sort_keys=True): r["name"] for r in runs}
+    except (OSError, ValueError, KeyError, TypeError):
+        return points
+    taken = {p.name for p in points}
+    found = []
+    for p in points:
+        name = recorded.get(json.dumps(p.values, sort_keys=True), p.name)
+        if name != p.name and name not in taken and "/" not in name and name not in ("", ".."):
+            p = replace(p, name=name)
+        found.append(p)
+    return found
 
 
 def combined_rows(

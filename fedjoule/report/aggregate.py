@@ -196,9 +196,11 @@ def few_seeds_warnings(groups: list[SeedGroup], names: list[str], method: str = 
 
 
 def group_label(values: dict[str, str]) -> str:
-    """A seed group's label: its grid values without the seed ("all": no other value)."""
-    rest = {k: v for k, v in values.items() if k != "seed"}
-    return "__".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rest.items()) or "all"
+    """A seed group's label: its grid point's label without the seed ("all": no other
+    value)."""
+    from fedjoule.planning.grid import point_label
+
+    return point_label({k: v for k, v in values.items() if k != "seed"}) or "all"
 
 
 def group_by_seed(named_runs: list[tuple[dict[str, str], Path]]) -> list[SeedGroup]:
@@ -207,8 +209,9 @@ def group_by_seed(named_runs: list[tuple[dict[str, str], Path]]) -> list[SeedGro
     groups: dict[str, SeedGroup] = {}
     for values, run_dir in named_runs:
         rest = {k: v for k, v in values.items() if k != "seed"}
-        label = group_label(values)
-        group = groups.setdefault(label, SeedGroup(label, rest, [], []))
+        label = group_label(values)  # `fedprox mu=0.1, local_steps=5`
+        key = json.dumps(rest, sort_keys=True)
+        group = groups.setdefault(key, SeedGroup(label, rest, [], []))
         group.seeds.append(int(values["seed"]))
         group.run_dirs.append(Path(run_dir))
     return list(groups.values())

@@ -61,13 +61,20 @@ def expand_run_dirs(paths: list[Path]) -> list[Path]:
     return dirs
 
 
-def run_labels(dirs: list[Path]) -> list[str]:
-    """Each folder's name, or parent/name where two folders share a name."""
-    names = [d.resolve().name for d in dirs]
-    return [
-        n if names.count(n) == 1 else f"{d.resolve().parent.name}/{n}"
-        for d, n in zip(dirs, names, strict=True)
-    ]
+def run_labels(dirs: list[Path], paths: list[Path] | None = None) -> list[str]:
+    """Each run's label: a sweep's run its label in sweep.json (`fedprox mu=0.1`), another
+    its folder's name; where two share a label, it is prefixed by the sweep's (or parent)
+    folder name. `paths`: the folders given (sweep folders among them give the labels)."""
+    recorded = sweep_runs(paths or [])
+    names = [recorded.get(d.resolve(), {}).get("label") or d.resolve().name for d in dirs]
+    shown = []
+    for d, n in zip(dirs, names, strict=True):
+        if names.count(n) == 1:
+            shown.append(n)
+            continue
+        sweep = d.resolve().parent.parent if d.resolve() in recorded else d.resolve().parent
+        shown.append(f"{sweep.name}/{n}")
+    return shown
 
 
 def compare_runs(
@@ -77,7 +84,7 @@ def compare_runs(
     repeated over seeds also aggregate.csv/json with `ci` (t or bootstrap) intervals, and
     report.csv then marks each run with its group's place on the front of the means."""
     dirs = expand_run_dirs(paths)
-    labels = run_labels(dirs)
+    labels = run_labels(dirs, paths)
     values = grid_values(paths)
     rows = [
         {
@@ -120,14 +127,19 @@ def marks_of_groups(rows, dirs, groups, means) -> list[dict]:
     return marked
 
 
-def grid_values(paths: list[Path]) -> dict[Path, dict[str, str]]:
-    """The grid values of the runs of the sweep folders among `paths` (sweep.json)."""
+def sweep_runs(paths: list[Path]) -> dict[Path, dict]:
+    """The sweep.json entries of the runs of the sweep folders among `paths`, by folder."""
     found = {}
     for path in map(Path, paths):
         if (path / SWEEP_JSON).exists():
             for run in json.loads((path / SWEEP_JSON).read_text())["runs"]:
-                found[(path / run["folder"]).resolve()] = dict(run.get("values", {}))
+                found[(path / run["folder"]).resolve()] = run
     return found
+
+
+def grid_values(paths: list[Path]) -> dict[Path, dict[str, str]]:
+    """The grid values of the runs of the sweep folders among `paths` (sweep.json)."""
+    return {d: dict(run.get("values", {})) for d, run in sweep_runs(paths).items()}
 
 
 def seed_groups(dirs: list[Path], labels: list[str]) -> list[aggregate.SeedGroup]:
@@ -140,7 +152,7 @@ def seed_groups(dirs: list[Path], labels: list[str]) -> list[aggregate.SeedGroup
         raw = parse_yaml((d / "scenario.yaml").read_text(), str(d / "scenario.yaml"))
         seed = int(raw.pop("seed", 0))
         key = json.dumps(raw, sort_keys=True, default=str)
-        name = re.sub(r"(__)?seed=\d+", "", label) or label  # a sweep's name less its seed
+        name = re.sub(r"(, |__)?\bseed=\d+", "", label).strip(", ") or label  # less its seed
         group = groups.setdefault(key, aggregate.SeedGroup(name, {}, [], []))
         group.seeds.append(seed)
         group.run_dirs.append(d)
