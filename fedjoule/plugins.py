@@ -46,12 +46,13 @@ from fedjoule.errors import FedjouleError
 
 # kind -> the entry-point group through which installed packages add names of that kind
 # (models and datasets come from files or modules: name: custom, factory: ...)
-ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms"}
+ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms", "tracker": "fedjoule.trackers"}
 # kind -> the module whose import registers the built-in names of that kind
 _BUILTIN_MODULES = {
     "algorithm": "fedjoule.algorithms.registry",
     "model": "fedjoule.models",
     "dataset": "fedjoule.data.federated",
+    "tracker": "fedjoule.tracking.registry",
 }
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
