@@ -552,6 +552,7 @@ def run(
     quiet: bool = True,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> RunResult:
     """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
     checkpoint in `out` (default runs/<name>-<time>); returns its results.
@@ -568,7 +569,9 @@ def run(
     auto (CUDA if present), cpu or cuda. executor: vectorised, vmap, compiled or sequential.
     threads: torch CPU threads during the run (default: as set). state_memory_mb: client
     state kept in memory; beyond it rows spill to client_state.bin (None: never).
-    quiet: False prints warnings and a line per round on stderr.
+    quiet: False prints warnings and a line per round on stderr. track: experiment
+    tracking, e.g. "tensorboard,mlflow" or ["csv", "wandb"] (`--track`; the scenario's
+    tracking.backends; docs/tracking.md).
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
@@ -590,8 +593,15 @@ def run(
     arguments.flag("resume", resume)
     arguments.threads("threads", threads)
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
+    backends = arguments.tracking("track", track)
+    if resume and backends:
+        raise FedjouleError(
+            "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
+        )
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
     if resume and out is None:
         raise FedjouleError("resume=True needs the run folder to continue: out=...")
     loaded = None
@@ -695,6 +705,7 @@ def sweep(
     quiet: bool = True,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> SweepResult:
     """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
     folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
@@ -708,7 +719,8 @@ def sweep(
     Ray CPUs) per run. device: auto, cpu or cuda. pareto_accuracy: final_accuracy,
     best_accuracy, worst_client_accuracy or client_accuracy_p10; pareto_to_target: fronts
     over the costs to the target. A Scenario is written to out/scenario.yaml and read
-    from there. Runs that fail raise FedjouleError after the others finished.
+    from there. Runs that fail raise FedjouleError after the others finished. track: as
+    for `run`; the sweep is the parent of its runs' tracked runs.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -732,6 +744,9 @@ def sweep(
     )
     arguments.text("pareto_accuracy", pareto_accuracy)
     arguments.flag("pareto_to_target", pareto_to_target)
+    backends = arguments.tracking("track", track)
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
 
     options = _sweep_options(
         backend,
@@ -806,6 +821,7 @@ def plan(
     quiet: bool = True,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> PlanResult:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
     (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
@@ -819,6 +835,7 @@ def plan(
     as for `sweep`. quiet: False prints the plan's progress messages on stderr.
     seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
     per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
+    track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -839,6 +856,9 @@ def plan(
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
+    backends = arguments.tracking("track", track)
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(

@@ -159,6 +159,7 @@ def start_parent(section, out: Path, name: str, hyper: dict) -> Tracked | None:
     if not section.backends:
         return None
     experiment = section.experiment or name
+    Path(out).mkdir(parents=True, exist_ok=True)
     tracked = Tracked(section.backends, tracking_folder(section, out), experiment, out)
     tracked.start(name, hyper, None, 0)
     return tracked
