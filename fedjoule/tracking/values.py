@@ -1,9 +1,13 @@
 """What the trackers are given: a scenario as flat hyper-parameters, a round's row and the
 summary as numbers, each value exactly as the run's files hold it."""
 
+import re
 from typing import Any
 
 from fedjoule.report.table import cell
+
+
+_INT = re.compile(r"-?[0-9]+")
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -25,8 +29,8 @@ def params(scenario_data: dict) -> dict[str, str | int | float | bool | None]:
 
 
 def row_values(row: dict, columns: list[str]) -> tuple[dict[str, float], dict[str, str]]:
-    """A round's row as rounds.csv holds it: numeric cells (bools as 0/1, nan and the
-    infinities as such) and text cells (per-cell counts '3;1;0'); empty cells are left
+    """A round's row as rounds.csv holds it: numeric cells (whole numbers as int, bools as
+    0/1, nan and the infinities as such) and text cells (per-cell counts '3;1;0'); empty cells are left
     out (not evaluated this round, or not applicable)."""
     metrics: dict[str, float] = {}
     texts: dict[str, str] = {}
@@ -38,7 +42,7 @@ def row_values(row: dict, columns: list[str]) -> tuple[dict[str, float], dict[st
             metrics[column] = float(text == "True")
             continue
         try:
-            metrics[column] = float(text)
+            metrics[column] = int(text) if _INT.fullmatch(text) else float(text)
         except ValueError:
             texts[column] = text
     return metrics, texts
