@@ -6,7 +6,6 @@ from typing import Any
 
 from fedjoule.report.table import cell
 
-
 _INT = re.compile(r"-?[0-9]+")
 
 
@@ -30,8 +29,8 @@ def params(scenario_data: dict) -> dict[str, str | int | float | bool | None]:
 
 def row_values(row: dict, columns: list[str]) -> tuple[dict[str, float], dict[str, str]]:
     """A round's row as rounds.csv holds it: numeric cells (whole numbers as int, bools as
-    0/1, nan and the infinities as such) and text cells (per-cell counts '3;1;0'); empty cells are left
-    out (not evaluated this round, or not applicable)."""
+    0/1, nan and the infinities as such) and text cells (per-cell counts '3;1;0'); empty
+    cells are left out (not evaluated this round, or not applicable)."""
     metrics: dict[str, float] = {}
     texts: dict[str, str] = {}
     for column in columns:

@@ -61,9 +61,7 @@ def scenario_params(folder: Path) -> dict:
 def summary_numbers(folder: Path) -> dict[str, float]:
     """summary.json's numeric fields (bools as 0/1; nested ones dotted)."""
     data = flatten(json.loads((Path(folder) / "summary.json").read_text()))
-    return {
-        k: float(v) for k, v in data.items() if isinstance(v, bool | int | float)
-    }
+    return {k: float(v) for k, v in data.items() if isinstance(v, bool | int | float)}
 
 
 def same(a: float, b: float) -> bool:

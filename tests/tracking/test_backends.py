@@ -43,7 +43,7 @@ def test_results_equal_an_untracked_run(tracked, tmp_path):
         del row["wall_time_s"]
     assert ours == theirs and len(ours) == 3
     assert (tracked / "clients.csv").read_bytes() == (plain.folder / "clients.csv").read_bytes()
-    assert not (plain.folder / "tracking").exists() and not (plain.folder / "tracking.json").exists()
+    assert not any((plain.folder / name).exists() for name in ("tracking", "tracking.json"))
 
 
 def test_csv(tracked):
