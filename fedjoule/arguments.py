@@ -212,7 +212,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
                 f"{name}={shown(value)}: unknown tracker {backend!r}; expected {allowed}"
             )
         try:
-            tracker_class(backend)
+            tracker_class(backend)  # (installed?)
         except PluginError as exc:
             raise ArgumentError(f"{name}={shown(value)}: {exc}") from None
     return given or None

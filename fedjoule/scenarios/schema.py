@@ -1376,24 +1376,36 @@ class TrackingSection(Section):
         description="MLflow experiment and W&B project name (None: the scenario's name; a "
         "sweep's or plan's runs: its folder's name).",
     )
+    sources: dict[str, PluginSource] = Field(
+        {},
+        max_length=16,
+        description="Recorded when loaded: each plug-in tracker's file (or module) and "
+        "SHA-256, by its spec.",
+    )
 
     @model_validator(mode="after")
     def _resolve_backends(self):
         from fedjoule.tracking.registry import tracker_class
 
-        seen = set()
+        seen, sources = set(), {}
         for name in self.backends:
             if name in seen:
                 message = f"backends: {name!r} is named twice"
                 raise PydanticCustomError("cross_field", "{message}", {"message": message})
             seen.add(name)
+            recorded = self.sources.get(name)
             try:
-                tracker_class(name, plugin_dirs())
+                _, source = tracker_class(
+                    name, plugin_dirs(), recorded.model_dump() if recorded else None
+                )
             except PluginError as exc:
                 message = f"backends: {exc}"
                 raise PydanticCustomError(
                     "cross_field", "{message}", {"message": message}
                 ) from None
+            if source:
+                sources[name] = PluginSource(**source)
+        self.sources = sources
         return self
 
 

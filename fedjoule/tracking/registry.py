@@ -32,15 +32,17 @@ def is_spec(name: str) -> bool:
     return ":" in name
 
 
-def tracker_class(name: str, base_dirs=()) -> Any:
+def tracker_class(name: str, base_dirs=(), recorded: dict | None = None) -> tuple[Any, dict]:
     """The class a tracking.backends entry names (an Unchecked placeholder for a plug-in
-    when plug-in code is not run: validate without --import-plugins). Raises PluginError
-    for an unknown name, a class that is not a Tracker, or a backend whose library is not
-    installed (naming the extra that installs it)."""
+    when plug-in code is not run: validate without --import-plugins) and, for a plug-in,
+    its source (file and SHA-256; `recorded`: the source tracking.sources holds). Raises
+    PluginError for an unknown name, a class that is not a Tracker, or a backend whose
+    library is not installed (naming the extra that installs it)."""
+    source: dict = {}
     if is_spec(name):
-        cls, _ = load_spec(name, base_dirs)
+        cls, source = load_spec(name, base_dirs, recorded)
         if isinstance(cls, Unchecked):
-            return cls
+            return cls, source
         where = name
     else:
         entry = REGISTRY.get("tracker", name)
@@ -57,4 +59,4 @@ def tracker_class(name: str, base_dirs=()) -> Any:
             "fedjoule.tracking.base.Tracker"
         )
     cls.check_installed(name)
-    return cls
+    return cls, source

@@ -38,10 +38,14 @@ def tracking_folder(section, out: Path) -> Path:
 class Tracked:
     """The trackers of one tracked run (a fedjoule run, or a sweep's or plan's parent)."""
 
-    def __init__(self, backends: list[str], folder: Path, experiment: str, out: Path) -> None:
+    def __init__(self, section, folder: Path, experiment: str, out: Path) -> None:
         self.out = Path(out)
-        self.backends = list(backends)
-        self.trackers = {name: tracker_class(name)(folder, experiment) for name in backends}
+        self.backends = list(section.backends)
+        self.trackers = {}
+        for name in self.backends:
+            recorded = section.sources.get(name)
+            cls, _ = tracker_class(name, (), recorded.model_dump() if recorded else None)
+            self.trackers[name] = cls(folder, experiment)
         self.folder, self.experiment = folder, experiment
         self.next_round = 0
         self.states: dict[str, dict] = {}
@@ -143,7 +147,7 @@ def start_run(
     else:
         folder = tracking_folder(section, out)
         experiment = section.experiment or scenario.name
-    tracked = Tracked(section.backends, folder, experiment, out)
+    tracked = Tracked(section, folder, experiment, out)
     name = run_name(out, parent)
     start = tracked.start(name, params(scenario.model_dump(mode="json")), parent, first_round)
     tracking = RunTracking(tracked, columns)
@@ -160,6 +164,6 @@ def start_parent(section, out: Path, name: str, hyper: dict) -> Tracked | None:
         return None
     experiment = section.experiment or name
     Path(out).mkdir(parents=True, exist_ok=True)
-    tracked = Tracked(section.backends, tracking_folder(section, out), experiment, out)
+    tracked = Tracked(section, tracking_folder(section, out), experiment, out)
     tracked.start(name, hyper, None, 0)
     return tracked

@@ -1,0 +1,62 @@
+"""A run stopped after round 2 of 3 and resumed continues the same tracked runs (the same
+MLflow run id; the same csv and TensorBoard folders) and every round is logged exactly
+once, also when the interruption fell between a round's checkpoint and the note that its
+row was logged (tracking.json set back one round: the resume logs that round again, and
+the trackers drop the repeat)."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from fedjoule.scenarios.loading import load_scenario
+from fedjoule.simulator.run import run_scenario
+from tests.tracking.common import TINY, numeric, rounds, same
+
+pytest.importorskip("mlflow")
+pytest.importorskip("tensorboard")
+
+
+def test_resumed_run_logs_every_round_once(tmp_path):
+    from mlflow import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    sets = [f"{k}={v}" for k, v in TINY.items()]
+    scenario = load_scenario("default", [*sets, 'tracking.backends=["csv","mlflow","tensorboard"]'])
+    out = tmp_path / "run"
+    run_scenario(scenario, out, device="cpu", stop_after=2)
+    note = json.loads((out / "tracking.json").read_text())
+    assert note["next_round"] == 2
+    client = MlflowClient(tracking_uri=(out / "tracking" / "mlruns").as_uri())
+    run_id = note["trackers"]["mlflow"]["run_id"]
+    assert client.get_run(run_id).info.status == "KILLED"
+    assert json.loads((out / "tracking" / "csv" / "run" / "run.json").read_text())["status"] == (
+        "stopped"
+    )
+
+    note["next_round"] = 1  # as if killed after round 1's checkpoint, before its note
+    (out / "tracking.json").write_text(json.dumps(note))
+    run_scenario(None, out, device="cpu", resume=True)
+
+    columns = numeric(rounds(out))
+    assert sorted(columns["round"].values()) == [0, 1, 2]
+    (experiment,) = [e for e in client.search_experiments() if e.name == "default"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.run_id == run_id and run.info.status == "FINISHED"
+    for column, by_round in columns.items():
+        history = client.get_metric_history(run_id, column)
+        assert sorted(m.step for m in history) == sorted(by_round), column  # once per round
+        assert all(same(m.value, by_round[m.step]) for m in history), column
+
+    with (out / "tracking" / "csv" / "run" / "metrics.csv").open(newline="") as f:
+        logged = [(int(r["step"]), r["name"], r["value"]) for r in csv.DictReader(f)]
+    assert len(logged) == len({(step, name) for step, name, _ in logged})
+    assert {(s, n) for s, n, _ in logged} >= {(r, c) for c in columns for r in columns[c]}
+
+    events = EventAccumulator(str(out / "tracking" / "tensorboard" / "run"), size_guidance={})
+    events.Reload()
+    for column, by_round in columns.items():
+        scalars = events.Scalars(f"rounds/{column}")
+        assert [e.step for e in scalars] == sorted(by_round), column  # the repeat purged
+        assert all(same(e.value, float(np.float32(by_round[e.step]))) for e in scalars)
