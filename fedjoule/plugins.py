@@ -1,5 +1,5 @@
-"""One registry for what a scenario names: models, datasets and algorithms, built in,
-installed by another package (entry points), or given as a file or module path.
+"""One registry for what a scenario names: models, datasets, algorithms and trackers, built
+in, installed by another package (entry points), or given as a file or module path.
 
 A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relative to
 the scenario file's folder, then to the working folder) or `package.module:name` (an

@@ -1346,9 +1346,9 @@ TRACKER_NAME = r"^([A-Za-z0-9_][A-Za-z0-9_.-]*|[^:]+:[A-Za-z_][A-Za-z0-9_]*)$"
 
 
 class TrackingSection(Section):
-    """Experiment tracking (docs/tracking.md): the run's scenario, every rounds.csv column
-    per round, the summary and the plots written to TensorBoard, MLflow, W&B (offline) or
-    CSV files as the run goes. Tracking changes no result; the default tracks nothing."""
+    """Experiment tracking to TensorBoard, MLflow, W&B (offline) or CSV (docs/tracking.md).
+    The scenario, every rounds.csv column per round, the summary and the plots are written
+    as the run goes. Tracking changes no result; the default tracks nothing."""
 
     backends: list[
         Annotated[str, Field(min_length=1, max_length=4096, pattern=TRACKER_NAME)]
