@@ -28,7 +28,7 @@ EVENTS = "events.jsonl"
 SCENARIO = "scenario.yaml"
 HEADER = "# resolved by fedjoule"
 # what a run writes besides scenario.yaml (removed when a run starts over in its folder)
-OUTPUTS = ("rounds.csv", EVENTS, "clients.csv", "summary.json", "warnings.txt")
+OUTPUTS = ("rounds.csv", EVENTS, "clients.csv", "summary.json", "warnings.txt", "tracking.json")
 
 
 def run_scenario(

@@ -33,7 +33,8 @@ class CsvTracker(Tracker):
         if resumed and metrics.is_file():  # drop rounds logged after the last note
             with metrics.open(newline="") as f:
                 rows = [r for r in csv.reader(f)][1:]
-            kept = [r for r in rows if int(r[0]) < first_round]
+            # (a line cut by a kill has fewer fields, or is of a round >= first_round)
+            kept = [r for r in rows if len(r) == 3 and r[0].isdigit() and int(r[0]) < first_round]
             self._table("metrics.csv", ["step", "name", "value"], kept, "w")
         else:
             self._table("metrics.csv", ["step", "name", "value"], [], "w")

@@ -33,12 +33,13 @@ class MlflowTracker(Tracker):
         from mlflow.entities import Param
 
         self.client = self._client()
-        self.logged_steps: set[int] = set()
+        self.logged: set[tuple[str, int]] = set()  # (metric, step) the store holds
         if resumed:
             self.run_id, self.experiment_id = resumed["run_id"], resumed["experiment_id"]
             self.client.update_run(self.run_id, status="RUNNING")
-            history = self.client.get_metric_history(self.run_id, "round")
-            self.logged_steps = {m.step for m in history}
+            for key in self.client.get_run(self.run_id).data.metrics:
+                history = self.client.get_metric_history(self.run_id, key)
+                self.logged.update((key, m.step) for m in history if m.step >= first_round)
         else:
             if parent:
                 self.experiment_id = parent["experiment_id"]
@@ -72,9 +73,8 @@ class MlflowTracker(Tracker):
 
     def log_round(self, round_, metrics, texts) -> None:
         self.last_step = round_
-        if round_ in self.logged_steps:  # logged before an interruption's last note
-            return
-        self._metrics(metrics, round_)
+        # (a round logged, wholly or partly, before an interruption's last note: the rest)
+        self._metrics({k: v for k, v in metrics.items() if (k, round_) not in self.logged}, round_)
 
     def log_summary(self, values) -> None:
         self._metrics({f"summary/{k}": v for k, v in values.items()}, self.last_step)

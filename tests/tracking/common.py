@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import yaml
@@ -66,3 +67,12 @@ def summary_numbers(folder: Path) -> dict[str, float]:
 
 def same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def mlflow_client(store: Path):
+    """An MlflowClient on a tracking folder's file store (MLflow 3 opens a file store only
+    with MLFLOW_ALLOW_FILE_STORE=true, as docs/tracking.md tells a reader to set)."""
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=Path(store).resolve().as_uri())

@@ -15,6 +15,7 @@ import fedjoule
 from tests.tracking.common import (
     PLOTS,
     TINY,
+    mlflow_client,
     numeric,
     rounds,
     same,
@@ -112,10 +113,7 @@ def test_tensorboard(tracked):
 
 
 def test_mlflow(tracked):
-    from mlflow import MlflowClient
-
-    store = (tracked / "tracking" / "mlruns").as_uri()
-    client = MlflowClient(tracking_uri=store)
+    client = mlflow_client(tracked / "tracking" / "mlruns")
     experiment = client.get_experiment_by_name("default")
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.run_name == "run" and run.info.status == "FINISHED"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fedjoule
-from tests.tracking.common import TINY, numeric, rounds, same
+from tests.tracking.common import TINY, mlflow_client, numeric, rounds, same
 from tests.tracking.wandb_records import offline_run
 
 pytest.importorskip("mlflow")
@@ -29,9 +29,7 @@ def swept(tmp_path_factory) -> Path:
 
 
 def test_mlflow_children_nest_under_the_sweep(swept):
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=(swept / "tracking" / "mlruns").as_uri())
+    client = mlflow_client(swept / "tracking" / "mlruns")
     experiment = client.get_experiment_by_name("sw")
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     assert set(runs) == {"sw", "runs/seed=0", "runs/seed=1"}
@@ -74,8 +72,6 @@ def test_all_backends_nest_under_the_sweep(tmp_path):
 
 
 def test_a_plans_learning_runs_nest_under_the_plan(tmp_path):
-    from mlflow import MlflowClient
-
     overrides = {**TINY, "training.target_value": 0.5, "training.rounds": 2}
     del overrides["training.local_steps"]  # (the plan's axis)
     fedjoule.plan(
@@ -89,7 +85,7 @@ def test_a_plans_learning_runs_nest_under_the_plan(tmp_path):
         device="cpu",
         track="mlflow",
     )
-    client = MlflowClient(tracking_uri=(tmp_path / "pl" / "tracking" / "mlruns").as_uri())
+    client = mlflow_client(tmp_path / "pl" / "tracking" / "mlruns")
     experiment = client.get_experiment_by_name("pl")
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     parent = runs.pop("pl")

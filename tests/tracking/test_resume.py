@@ -12,14 +12,13 @@ import pytest
 
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.run import run_scenario
-from tests.tracking.common import TINY, numeric, rounds, same
+from tests.tracking.common import TINY, mlflow_client, numeric, rounds, same
 
 pytest.importorskip("mlflow")
 pytest.importorskip("tensorboard")
 
 
 def test_resumed_run_logs_every_round_once(tmp_path):
-    from mlflow import MlflowClient
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     sets = [f"{k}={v}" for k, v in TINY.items()]
@@ -28,7 +27,7 @@ def test_resumed_run_logs_every_round_once(tmp_path):
     run_scenario(scenario, out, device="cpu", stop_after=2)
     note = json.loads((out / "tracking.json").read_text())
     assert note["next_round"] == 2
-    client = MlflowClient(tracking_uri=(out / "tracking" / "mlruns").as_uri())
+    client = mlflow_client(out / "tracking" / "mlruns")
     run_id = note["trackers"]["mlflow"]["run_id"]
     assert client.get_run(run_id).info.status == "KILLED"
     assert json.loads((out / "tracking" / "csv" / "run" / "run.json").read_text())["status"] == (
