@@ -77,6 +77,8 @@ def run_state(folder: Path, point: Point) -> str:
         return NEW
     saved, _ = read_source(folder / "scenario.yaml")  # (the bounded, safe reader)
     wanted = point.scenario.model_dump(mode="json")
+    # (a run folder from before the protocol or tracking section: those at their defaults)
+    wanted = checkpoint.without_default_protocol({"scenario": saved}, wanted)
     if saved != wanted:
         differ = ", ".join(checkpoint.differences(saved, wanted)[:5])
         raise FedjouleError(

@@ -59,3 +59,19 @@ def test_resumed_run_logs_every_round_once(tmp_path):
         scalars = events.Scalars(f"rounds/{column}")
         assert [e.step for e in scalars] == sorted(by_round), column  # the repeat purged
         assert all(same(e.value, float(np.float32(by_round[e.step]))) for e in scalars)
+
+
+def test_a_checkpoint_from_before_the_tracking_section_still_belongs(tmp_path):
+    from fedjoule import __version__
+    from fedjoule.errors import FedjouleError
+    from fedjoule.scenarios.schema import Scenario
+    from fedjoule.simulator.checkpoint import check_belongs, scenario_sha256
+
+    data = Scenario().model_dump(mode="json")
+    older = {k: v for k, v in data.items() if k != "tracking"}  # written before the section
+    saved = {"fedjoule_version": __version__, "scenario": older}
+    saved["scenario_sha256"] = scenario_sha256(older)
+    check_belongs(saved, tmp_path / "checkpoint.pt", data, tmp_path / "scenario.yaml")
+    tracked = Scenario(tracking={"backends": ["csv"]}).model_dump(mode="json")
+    with pytest.raises(FedjouleError, match="they differ in tracking"):
+        check_belongs(saved, tmp_path / "checkpoint.pt", tracked, tmp_path / "scenario.yaml")
