@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from fedjoule.plugins import call_plugin
 from fedjoule.report.results import read_rounds
 from fedjoule.storage import write_text_atomically
 from fedjoule.tracking.registry import tracker_class
@@ -65,8 +66,14 @@ class Tracked:
         self.next_round = min(saved.get("next_round", 0), first_round) if saved else 0
         refs = (parent or {}).get("refs", {})
         for backend, tracker in self.trackers.items():
-            self.states[backend] = tracker.start(
-                name, hyper, refs.get(backend), resumed.get(backend), self.next_round
+            self.states[backend] = self._call(
+                backend,
+                tracker.start,
+                name,
+                hyper,
+                refs.get(backend),
+                resumed.get(backend),
+                self.next_round,
             )
         self._write()
         return self.next_round
@@ -81,19 +88,25 @@ class Tracked:
             "refs": refs,
         }
 
+    @staticmethod
+    def _call(backend: str, method, *args):
+        """A tracker's method; its failure is a PluginError naming the backend (the run's
+        rounds so far are saved: it resumes like an interrupted run)."""
+        return call_plugin(f"tracking backend {backend!r} ({method.__name__})", method, *args)
+
     def log_round(self, round_: int, metrics: dict, texts: dict) -> None:
-        for tracker in self.trackers.values():
-            tracker.log_round(round_, metrics, texts)
+        for backend, tracker in self.trackers.items():
+            self._call(backend, tracker.log_round, round_, metrics, texts)
         self.next_round = round_ + 1
         self._write()
 
     def finish(self, complete: bool, summary: dict | None, files: list[Path]) -> None:
-        for tracker in self.trackers.values():
+        for backend, tracker in self.trackers.items():
             if complete and summary is not None:
-                tracker.log_summary(summary_numbers(summary))
+                self._call(backend, tracker.log_summary, summary_numbers(summary))
             if complete and files:
-                tracker.log_artifacts([Path(f) for f in files])
-            tracker.finish(complete)
+                self._call(backend, tracker.log_artifacts, [Path(f) for f in files])
+            self._call(backend, tracker.finish, complete)
 
 
 class RunTracking:

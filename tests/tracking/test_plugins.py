@@ -81,3 +81,27 @@ def test_a_registered_tracker_is_a_name():
         assert arguments.tracking("track", "csv,recorder") == ["csv", "recorder"]
     finally:
         del REGISTRY.entries("tracker")["recorder"]
+
+
+FAILING = """
+from fedjoule.tracking.base import Tracker
+
+
+class Fails(Tracker):
+    def log_round(self, round_, metrics, texts):
+        if round_ == 1:
+            raise RuntimeError("the tracking server is gone")
+"""
+
+
+def test_a_failing_tracker_stops_the_run_with_its_name(tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING)
+    out = tmp_path / "run"
+    with pytest.raises(
+        FedjouleError,
+        match=r"tracking backend 'failing.py:Fails' \(log_round\) failed: RuntimeError: the "
+        "tracking server is gone",
+    ):
+        fedjoule.run(scenario_file(tmp_path, ["failing.py:Fails"]), out, device="cpu")
+    assert [r["round"] for r in rounds(out)] == ["0", "1"]  # saved: it resumes from round 2
+    assert json.loads((out / "tracking.json").read_text())["next_round"] == 1
