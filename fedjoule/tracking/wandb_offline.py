@@ -10,6 +10,7 @@ second offline folder of that id, which `wandb sync` adds to the same run.
 """
 
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -26,6 +27,14 @@ ENVIRONMENT = {
 }
 
 
+def _next_second(folder_name: str) -> None:
+    """W&B names an offline run's folder by the second it starts (offline-run-<local
+    time>-<id>): a resume within the second its run stopped would reuse that folder and
+    overwrite its file, so it waits for the next second."""
+    while time.strftime("%Y%m%d_%H%M%S") in folder_name:
+        time.sleep(0.02)
+
+
 class WandbTracker(Tracker):
     """An offline W&B run per tracked run."""
 
@@ -39,6 +48,8 @@ class WandbTracker(Tracker):
 
         self.folder.mkdir(parents=True, exist_ok=True)
         run_id = resumed["id"] if resumed else uuid.uuid4().hex[:12]
+        if resumed:
+            _next_second(Path(resumed["dir"]).name)
         self.group = parent["group"] if parent else name
         settings = wandb.Settings(
             mode="offline",

@@ -1,8 +1,9 @@
 """A run stopped after round 2 of 3 and resumed continues the same tracked runs (the same
-MLflow run id; the same csv and TensorBoard folders) and every round is logged exactly
-once, also when the interruption fell between a round's checkpoint and the note that its
-row was logged (tracking.json set back one round: the resume logs that round again, and
-the trackers drop the repeat)."""
+MLflow run id and W&B run id; the same csv and TensorBoard folders) and every round is
+logged exactly once, also when the interruption fell between a round's checkpoint and the
+note that its row was logged (tracking.json set back one round: the resume logs that
+round again, and the csv, MLflow and TensorBoard trackers drop the repeat; W&B, as
+docs/tracking.md says, receives it in both offline folders of the run)."""
 
 import csv
 import json
@@ -13,16 +14,19 @@ import pytest
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.run import run_scenario
 from tests.tracking.common import TINY, mlflow_client, numeric, rounds, same
+from tests.tracking.wandb_records import offline_run
 
 pytest.importorskip("mlflow")
 pytest.importorskip("tensorboard")
+pytest.importorskip("wandb")
 
 
 def test_resumed_run_logs_every_round_once(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     sets = [f"{k}={v}" for k, v in TINY.items()]
-    scenario = load_scenario("default", [*sets, 'tracking.backends=["csv","mlflow","tensorboard"]'])
+    backends = 'tracking.backends=["csv","mlflow","tensorboard","wandb"]'
+    scenario = load_scenario("default", [*sets, backends])
     out = tmp_path / "run"
     run_scenario(scenario, out, device="cpu", stop_after=2)
     note = json.loads((out / "tracking.json").read_text())
@@ -59,6 +63,17 @@ def test_resumed_run_logs_every_round_once(tmp_path):
         scalars = events.Scalars(f"rounds/{column}")
         assert [e.step for e in scalars] == sorted(by_round), column  # the repeat purged
         assert all(same(e.value, float(np.float32(by_round[e.step]))) for e in scalars)
+
+    first, second = [
+        offline_run(f) for f in sorted((out / "tracking" / "wandb").glob("offline-run-*"))
+    ]
+    assert first["run"].run_id == second["run"].run_id == note["trackers"]["wandb"]["id"]
+    assert sorted(first["history"]) == [0, 1] and sorted(second["history"]) == [1, 2]
+    for run in (first, second):
+        for step, values in run["history"].items():
+            logged = {c for c in values if c in columns}
+            assert logged == {c for c, by_round in columns.items() if step in by_round}
+            assert all(same(float(values[c]), columns[c][step]) for c in logged)
 
 
 def test_a_checkpoint_from_before_the_tracking_section_still_belongs(tmp_path):
