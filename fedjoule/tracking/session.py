@@ -9,7 +9,8 @@ resumed run reopens the same tracked runs and first logs the rows of rounds.csv 
 that round on, so that no round is missing. A kill in the instant between a round's
 logging and that note logs the round again on resume; the csv, TensorBoard and MLflow
 trackers drop such a repeat (csv rows and TensorBoard steps from that round on are
-purged, MLflow skips steps it holds), W&B receives it twice in that case only.
+purged, MLflow skips the (metric, step) pairs it holds), W&B receives it twice in that
+case only.
 
 A sweep's or plan's parent tracked run is started in its own folder (tracking.json
 there too); its `context()` travels with each run (planning/backends.py Job) so that the
