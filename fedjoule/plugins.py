@@ -54,6 +54,7 @@ _BUILTIN_MODULES = {
     "dataset": "fedjoule.data.federated",
     "tracker": "fedjoule.tracking.registry",
 }
+ENTRY_POINT_ORIGIN = "entry point"  # an Entry's origin: read from an installed package
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -256,7 +257,7 @@ class Registry:
             if point.name in self._entries[kind]:
                 continue  # a built-in name is never replaced
             dist = getattr(point, "dist", None)
-            origin = f"entry point {group}"
+            origin = f"{ENTRY_POINT_ORIGIN} {group}"
             if dist is not None:
                 origin += f" from {dist.name} {dist.version}"
             self._entries[kind][point.name] = Entry(kind, point.name, point, origin)
@@ -270,7 +271,9 @@ def entry_target(entry: Entry) -> tuple[Any, dict]:
     An entry point is loaded here, on first use, so that a broken package only matters to
     the scenarios that name it."""
     target = entry.target
-    if isinstance(target, importlib.metadata.EntryPoint):
+    # (not isinstance(importlib.metadata.EntryPoint): once the importlib_metadata backport
+    # is imported, as MLflow and W&B do, its finder hands out its own EntryPoint class)
+    if entry.origin.startswith(ENTRY_POINT_ORIGIN):
         try:
             target = target.load()
         except Exception as exc:  # the package's own import error, reported with its name

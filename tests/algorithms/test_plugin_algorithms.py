@@ -466,6 +466,24 @@ def package(tmp_path_factory):
 ENTRY = {"name": "fedadam", **OPTIONS}
 
 
+def test_entry_points_load_after_the_importlib_metadata_backport_is_imported(package):
+    """Once `importlib_metadata` is imported (MLflow and W&B import it), its finder hands
+    out its own EntryPoint class: the registry still loads the installed algorithm."""
+    import importlib.metadata
+
+    import importlib_metadata  # noqa: F401 (a dependency of the dev extra's trackers)
+
+    from fedjoule.algorithms.base import Algorithm
+    from fedjoule.plugins import entry_target
+
+    REGISTRY.reload_installed()
+    entry = REGISTRY.get("algorithm", "fedadam")
+    assert not isinstance(entry.target, importlib.metadata.EntryPoint)  # the case at hand
+    target, source = entry_target(entry)
+    assert issubclass(target, Algorithm) and target.__name__ == "FedAdam"
+    assert source["entry_point"] == "fjtest_fedadam:FedAdam"
+
+
 def test_an_entry_point_algorithm_validates_runs_and_matches_the_file(tmp_path, package, reference):
     entry = REGISTRY.get("algorithm", "fedadam")
     assert entry.origin == f"entry point fedjoule.algorithms from {DIST} 0.1"
