@@ -108,8 +108,8 @@ def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
         import pandas
     except ImportError:
         raise ImportError(
-            f"{what}.to_pandas() needs pandas, which is not installed: pip install pandas "
-            "(the rows are also plain lists of dicts)"
+            f"{what}.to_pandas() needs pandas, which is not installed: pip install "
+            "'fedjoule[pandas]' (the rows are also plain lists of dicts)"
         ) from None
     return pandas.DataFrame.from_records(rows)
 
@@ -455,7 +455,7 @@ def _check_common(**given: Any) -> None:
         "overrides": lambda v: a.mapping("overrides", v),
         "data_dir": lambda v: a.path("data_dir", v),
         "device": lambda v: a.device("device", v),
-        "quiet": lambda v: a.flag("quiet", v),
+        "quiet": lambda v: v is None or a.flag("quiet", v),
         "backend": lambda v: a.choice("backend", v, ("local", "ray")),
         "address": lambda v: a.text("address", v, optional=True),
         "workers": lambda v: a.workers("workers", v),
@@ -527,10 +527,62 @@ def _undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[s
             pass
 
 
-def _say(quiet: bool) -> Callable[[str], None]:
-    if quiet:
-        return lambda text: None
-    return lambda text: print(text, file=sys.stderr, flush=True)
+def _styled(style: str | None):
+    """The plots of an API call in `style` (None: as they are), the setting undone after."""
+    from contextlib import nullcontext
+
+    from fedjoule.report.figures import plot_style
+
+    return nullcontext() if style is None else plot_style(style)
+
+
+
+def _say(quiet: bool | None) -> Callable[[str], None]:
+    return _Display(quiet).say
+
+
+class _Display:
+    """What run, sweep and plan show while they work. quiet=None (the default): rich's
+    live progress in a Jupyter notebook (rich's console `is_jupyter`; live bars there need
+    ipywidgets, `fedjoule[jupyter]`), nothing in a script; quiet=False: the same in a
+    notebook, lines on stderr elsewhere; quiet=True: nothing. `console`: rich's console
+    (default rich.get_console())."""
+
+    def __init__(self, quiet: bool | None, console=None):
+        import rich
+
+        from fedjoule.run_progress import many_runs_progress
+
+        self.console = console if console is not None else rich.get_console()
+        notebook = self.console.is_jupyter
+        self.shown = notebook if quiet is None else not quiet
+        self.live = self.shown and notebook
+        self.progress = many_runs_progress(self.console, quiet=not self.live)
+        self.task = None
+
+    def say(self, text: str) -> None:
+        if self.live:
+            from rich.text import Text
+
+            self.progress.console.print(Text(text), soft_wrap=True)
+        elif self.shown:
+            print(text, file=sys.stderr, flush=True)
+
+    def start_run(self, name: str, total: int, first_round: int) -> None:
+        """A run's bar over its rounds (a notebook), from `first_round` done."""
+        if self.live:
+            self.task = self.progress.add_task(
+                name, total=total, completed=first_round, status=""
+            )
+
+    def round_done(self, row: dict, total: int) -> None:
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        if row.get("accuracy") is not None:
+            status += f"  acc {row['accuracy']:.3f}"
+        if self.live and self.task is not None:
+            self.progress.update(self.task, advance=1, status=status)
+        elif self.shown:
+            self.say(f"round {row['round'] + 1}/{total}: {status}")
 
 
 # --------------------------------------------------------------------------- run
@@ -549,7 +601,8 @@ def run(
     resume: bool = False,
     threads: int | None = None,
     state_memory_mb: float | None = 2048,
-    quiet: bool = True,
+    quiet: bool | None = None,
+    plot_style: str | os.PathLike[str] | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> RunResult:
@@ -568,7 +621,10 @@ def run(
     auto (CUDA if present), cpu or cuda. executor: vectorised, vmap, compiled or sequential.
     threads: torch CPU threads during the run (default: as set). state_memory_mb: client
     state kept in memory; beyond it rows spill to client_state.bin (None: never).
-    quiet: False prints warnings and a line per round on stderr.
+    quiet: None (default) shows a progress bar and the messages in a Jupyter notebook
+    (rich's notebook support) and nothing in a script; False prints warnings and a line
+    per round on stderr outside a notebook; True shows nothing. plot_style: None (the
+    default look), "paper" or a matplotlib style file (`--plot-style`).
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
@@ -590,6 +646,7 @@ def run(
     arguments.flag("resume", resume)
     arguments.threads("threads", threads)
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
+    style = arguments.plot_style("plot_style", plot_style)
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
     if resume and out is None:
@@ -601,7 +658,8 @@ def run(
     else:
         loaded = _scenario(scenario, overrides)
     pick_device(device)
-    say = _say(quiet)
+    display = _Display(quiet)
+    say = display.say
     if loaded is not None:
         for warning in plausibility_warnings(loaded):
             say(f"warning: {warning}")
@@ -616,13 +674,14 @@ def run(
             f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "
             f"parameters on {world.device}, from round {first_round + 1} of {total}"
         )
+        if resume:
+            from fedjoule.cli import resume_message
+
+            say(resume_message(folder, first_round, total))
+        display.start_run(name, total, first_round)
 
     def record(row: dict) -> bool | None:
-        if not quiet:
-            status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-            if row.get("accuracy") is not None:
-                status += f"  acc {row['accuracy']:.3f}"
-            say(f"round {row['round'] + 1}/{total}: {status}")
+        display.round_done(row, total)
         return None if on_round is None else on_round(_round_row(row))
 
     common = dict(
@@ -632,7 +691,10 @@ def run(
     if threads:
         torch.set_num_threads(threads)
     try:
-        run_scenario(loaded, folder, resume=resume, on_start=on_start, on_round=record, **common)
+        with _styled(style), display.progress:
+            run_scenario(
+                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
+            )
     except RunDiverged:  # its files are written; the result says so
         pass
     finally:
@@ -680,9 +742,10 @@ def _sweep_options(backend, address, workers, threads_per_run, device, data_dir,
 @_plugins_allowed
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
-    axes: Mapping[str, Sequence[Any]],
+    axes: Mapping[str, Sequence[Any]] | None = None,
     out: str | os.PathLike[str] | None = None,
     *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
     overrides: Mapping[str, Any] | None = None,
     backend: str = "local",
     address: str | None = None,
@@ -692,7 +755,10 @@ def sweep(
     data_dir: str | os.PathLike[str] | None = None,
     pareto_accuracy: str = "final_accuracy",
     pareto_to_target: bool = False,
-    quiet: bool = True,
+    seeds: int | Sequence[int] | None = None,
+    ci: str = "t",
+    plot_style: str | os.PathLike[str] | None = None,
+    quiet: bool | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> SweepResult:
@@ -701,21 +767,33 @@ def sweep(
     sweeps/<name>-<time>). Give the same `out` again to finish an interrupted sweep:
     finished runs are skipped, partial ones resumed.
 
-    axes: {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5], "seed": [0, 1]}.
+    axes (or grid=, the same): {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5],
+    "seed": [0, 1]}. Algorithms as values: {"algorithm": ["fedavg", "fedprox:mu=0.1",
+    {"name": "scaffold", "server_lr": 0.5}]} (presets, README "Sweeps"); a setting axis
+    {"algorithm.mu": [0.01, 0.1]} multiplies only the grid's algorithms that have `mu`.
     overrides: {dotted.key: value} applied to every run (not an axis key). backend: local
     (a process pool) or ray (address: a cluster; default a local Ray). workers: runs at
     once (default: local, cores // threads_per_run). threads_per_run: torch threads (and
     Ray CPUs) per run. device: auto, cpu or cuda. pareto_accuracy: final_accuracy,
     best_accuracy, worst_client_accuracy or client_accuracy_p10; pareto_to_target: fronts
-    over the costs to the target. A Scenario is written to out/scenario.yaml and read
-    from there. Runs that fail raise FedjouleError after the others finished.
+    over the costs to the target. seeds: a count N (seeds 0..N-1) or a list (`--seeds`):
+    every point once per seed, aggregate.csv/json with each point's mean and 95 % CI
+    (`ci`: "t" Student, or "bootstrap"), sweep.csv marked with the fronts of the means.
+    plot_style: None, "paper" or a matplotlib style file (`--plot-style`). quiet: as for
+    `run` (None: progress bars in a notebook, nothing in a script). A Scenario is
+    written to out/scenario.yaml and read from there. Runs that fail raise FedjouleError
+    after the others finished.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
+    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
+    from fedjoule.run_progress import RunsProgress
 
     _check_scenario(scenario)
+    if axes is not None and grid is not None:
+        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
+    axes = grid if axes is None else axes
     if axes is None:
         raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
     arguments.mapping("axes", axes)
@@ -732,6 +810,11 @@ def sweep(
     )
     arguments.text("pareto_accuracy", pareto_accuracy)
     arguments.flag("pareto_to_target", pareto_to_target)
+    seed_list = arguments.seeds("seeds", seeds)
+    arguments.ci("ci", ci)
+    style = arguments.plot_style("plot_style", plot_style)
+    if seed_list is not None and "seed" in axes:
+        raise arguments.ArgumentError("seeds=...: seed is then an axis; leave it out of axes")
 
     options = _sweep_options(
         backend,
@@ -742,10 +825,11 @@ def sweep(
         data_dir,
         Objective(pareto_accuracy, pareto_to_target),
     )
-    grid, sets = _grid_texts(axes), override_texts(overrides)
+    grid_texts, sets = _grid_texts(axes), override_texts(overrides)
     folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
     check_out_folder(folder)
-    say = _say(quiet)
+    display = _Display(quiet)
+    say, watch = display.say, RunsProgress(display.progress)
     created = not folder.exists()
     source, written = _source(scenario, folder)
 
@@ -756,15 +840,32 @@ def sweep(
             f"sweep {len(points)} runs on {backend}: {done} finished (skipped), {partial} to "
             f"resume, {len(points) - done - partial} to start; folder {folder}"
         )
+        for line in state_lines(points, states, folders):
+            say(line)
+        watch.on_plan(points, states, folders)
 
     def on_run(name: str, status: str) -> None:
         say(f"{name}: {status}")
+        watch.on_run(name, status)
 
     try:
-        run_sweep(source, grid, folder, sets, options, on_plan=on_plan, on_run=on_run)
+        with _styled(style), watch:
+            result = run_sweep(
+                source,
+                grid_texts,
+                folder,
+                sets,
+                options,
+                on_plan=on_plan,
+                on_run=on_run,
+                seeds=seed_list,
+                ci=ci,
+            )
     except BaseException:
         _undo_source(folder, written, created, (SWEEP_JSON,))
         raise
+    for warning in result.warnings:
+        say(f"warning: {warning}")
     say(f"results in {folder}")
     return SweepResult.from_folder(folder)
 
@@ -803,7 +904,8 @@ def plan(
     device: str = "auto",
     data_dir: str | os.PathLike[str] | None = None,
     seeds: int | Sequence[int] | None = None,
-    quiet: bool = True,
+    plot_style: str | os.PathLike[str] | None = None,
+    quiet: bool | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> PlanResult:
@@ -816,9 +918,11 @@ def plan(
     (default training.rounds); cells: (snr_db, bandwidth_hz) pairs drawn in energy_vs_k.png
     (default the grid's corners); per_cell: a learning run per (K, cell) even where one
     per K prices the grid. backend, address, workers, threads_per_run, device, data_dir:
-    as for `sweep`. quiet: False prints the plan's progress messages on stderr.
+    as for `sweep`. quiet: as for `run` (None: progress bars in a notebook, nothing in
+    a script; False: the plan's messages on stderr outside a notebook).
     seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
     per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
+    plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -839,6 +943,7 @@ def plan(
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
+    style = arguments.plot_style("plot_style", plot_style)
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(
@@ -863,8 +968,22 @@ def plan(
     check_out_folder(folder)
     created = not folder.exists()
     source, written = _source(scenario, folder)
+    from fedjoule.planning.sweep import state_lines
+    from fedjoule.run_progress import RunsProgress
+
+    display = _Display(quiet)
+    say, watch = display.say, RunsProgress(display.progress, label="learning rounds")
+
+    def on_plan(points, states, folders) -> None:  # (a restarted plan's runs)
+        for line in state_lines(points, states, folders):
+            say(line)
+        watch.on_plan(points, states, folders)
+
     try:
-        run_plan(source, folder, sets, options, say=_say(quiet))
+        with _styled(style), watch:
+            run_plan(
+                source, folder, sets, options, say=say, on_plan=on_plan, on_run=watch.on_run
+            )
     except BaseException:
         _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
         raise

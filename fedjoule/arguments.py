@@ -176,3 +176,25 @@ def threads(name: str, value: Any, optional: bool = True) -> int | None:
 
 def workers(name: str, value: Any) -> int | None:
     return integer(name, value, 1, MAX_WORKERS, optional=True)
+
+
+def ci(name: str, value: Any) -> str:
+    """The confidence interval over seeds: t (Student) or bootstrap (fedjoule/seeds.py)."""
+    from fedjoule.seeds import CI_METHODS
+
+    return choice(name, value, CI_METHODS)
+
+
+def plot_style(name: str, value: Any) -> str | None:
+    """None or "default", "paper", or an existing matplotlib style file (.mplstyle)
+    (fedjoule/report/figures.py), as figures.set_plot_style takes it."""
+    from fedjoule.report.figures import check_style
+
+    if value is not None and not isinstance(value, str | os.PathLike):
+        raise ArgumentTypeError(
+            f"{name}={shown(value)}: expected paper, default or a .mplstyle file's path"
+        )
+    try:
+        return check_style(value, name)
+    except FedjouleError as exc:
+        raise ArgumentError(str(exc)) from None

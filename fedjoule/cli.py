@@ -130,6 +130,27 @@ def use_plot_formats(text: str) -> None:
         raise FedjouleError(f"--plot-format {text!r}: {exc}") from None
 
 
+def use_plot_style(style: str | None) -> None:
+    """--plot-style: every plot of this command (and of the runs it starts) in it."""
+    from fedjoule.arguments import plot_style
+    from fedjoule.report.figures import set_plot_style
+
+    set_plot_style(plot_style("--plot-style", style))
+
+
+def ci_method(text: str) -> str:
+    """--ci: t or bootstrap, checked as the API's `ci` is (fedjoule/arguments.py)."""
+    from fedjoule.arguments import ci
+
+    return ci("--ci", text)
+
+
+def print_notes(warnings: list[str]) -> None:
+    """Warnings of a command's results (e.g. CIs from fewer than 3 seeds), in yellow."""
+    for warning in warnings:
+        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
+
+
 def scenario_label(scenario: str) -> str:
     """A built-in scenario's name, or a YAML file's stem."""
     return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
@@ -204,6 +225,23 @@ PlotFormatOption = Annotated[
         "writes every plot also as PDF beside its PNG.",
     ),
 ]
+PlotStyleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--plot-style",
+        help="paper: no titles, 3.5 in wide (one column of a two-column paper), 8 pt axis "
+        "labels and 7 pt tick labels and legends; or a matplotlib style file FILE.mplstyle "
+        "(its font sizes, and its figure width where it sets figure.figsize).",
+    ),
+]
+CiOption = Annotated[
+    str,
+    typer.Option(
+        "--ci",
+        help="The 95 % CI over seeds: t (Student t, default) or bootstrap (percentile, "
+        "2000 resamples, seeded); clipped to each figure's physical range (docs/seeds.md).",
+    ),
+]
 SeedsOption = Annotated[
     str | None,
     typer.Option(
@@ -255,6 +293,8 @@ def run(
     ] = 2048,
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
+    plot_style: PlotStyleOption = None,
+    ci: CiOption = "t",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     no_train: Annotated[
         bool,
@@ -277,6 +317,8 @@ def run(
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
+    use_plot_style(plot_style)
+    ci_method(ci)
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
             raise FedjouleError(
@@ -299,6 +341,8 @@ def run(
             pareto_to_target=False,
             seeds=seeds,
             plot_format=plot_format,
+            plot_style=plot_style,
+            ci=ci,
             quiet=quiet,
         )
     if no_train:
@@ -340,6 +384,8 @@ def run(
             ),
             soft_wrap=True,
         )
+        if resume:
+            console.print(resume_message(out, first_round, world.scenario.training.rounds))
         task = progress.add_task(
             name, total=world.scenario.training.rounds, completed=first_round, status=""
         )
@@ -376,6 +422,23 @@ def run(
         )
     print_summary(summary)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+
+
+def resume_message(out: Path, first_round: int, total: int) -> str:
+    """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
+    (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
+    from fedjoule.simulator.checkpoint import NAME
+
+    if first_round == 0:
+        return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
+    if first_round >= total:
+        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
+    done = (
+        "1 round done (rounds.csv row 0)"
+        if first_round == 1
+        else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
+    )
+    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
@@ -484,7 +547,9 @@ def sweep(
             "--grid",
             "-g",
             help="A scenario key and its values: dotted.key=v1,v2,... (repeatable; the sweep "
-            "runs the cartesian product; optional with --seeds).",
+            "runs the cartesian product; optional with --seeds). Algorithms with settings: "
+            "algorithm=fedavg,fedprox:mu=0.1,scaffold (each name[:key=value[:key=value]]); "
+            "algorithm.mu=0.01,0.1 multiplies only the grid's algorithms that have mu.",
         ),
     ] = None,
     set_: SetOption = None,
@@ -506,6 +571,8 @@ def sweep(
     pareto_to_target: ParetoToTarget = False,
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
+    plot_style: PlotStyleOption = None,
+    ci: CiOption = "t",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
@@ -520,9 +587,12 @@ def sweep(
             "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
         )
     use_plot_formats(plot_format)
+    use_plot_style(plot_style)
+    ci_method(ci)
 
+    from fedjoule.planning.grid import table_columns
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions, run_sweep
+    from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
     from fedjoule.report.compare import aggregate_table, summary_table
     from fedjoule.seeds import parse_seeds
 
@@ -552,6 +622,8 @@ def sweep(
             ),
             soft_wrap=True,
         )
+        for line in state_lines(points, states, folders):
+            watch.progress.console.print(line, soft_wrap=True)
         watch.on_plan(points, states, folders)
 
     def stopped() -> str:
@@ -567,16 +639,29 @@ def sweep(
             on_plan=on_plan,
             on_run=watch.on_run,
             seeds=seed_list,
+            ci=ci,
         )
     keys = result.grid_keys if result.rows else []
-    console.print(summary_table(result.rows, keys=keys, title="sweep"))
+    objective = options.objective
+    shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
+    console.print(summary_table(shown_rows, shown_keys, sweep_title(objective), objective))
     if seed_list:
-        console.print(aggregate_table(result.aggregate, keys, title="mean ± 95 % CI over seeds"))
+        title = f"mean ± 95 % CI over seeds ({ci})"
+        shown_keys, means = table_columns(keys, result.aggregate)
+        console.print(aggregate_table(means, shown_keys, title, objective))
+    print_notes(result.warnings)
     files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
     console.print(
         Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),
         soft_wrap=True,
     )
+
+
+def sweep_title(objective) -> str:
+    """The sweep table's title: what its cost columns are (the front's quantities)."""
+    if objective.to_target:
+        return "sweep (energy and time to the target: the fronts' costs)"
+    return "sweep"
 
 
 @app.command()
@@ -594,12 +679,16 @@ def report(
     pareto_accuracy: ParetoAccuracy = "final_accuracy",
     pareto_to_target: ParetoToTarget = False,
     plot_format: PlotFormatOption = "png",
+    plot_style: PlotStyleOption = None,
+    ci: CiOption = "t",
 ) -> None:
     """Compare runs: accuracy against round, simulated time and energy (one line per run),
     a table of their summaries (report.csv, with a sweep's grid values) and the Pareto
     fronts. Runs of one scenario that differ only in their seed are taken as repetitions:
     aggregate.csv/json (mean, std, 95 % CI), band plots and fronts over the means."""
     use_plot_formats(plot_format)
+    use_plot_style(plot_style)
+    ci_method(ci)
     from fedjoule.planning.pareto import Objective
     from fedjoule.report.compare import (
         aggregate_table,
@@ -611,12 +700,12 @@ def report(
     objective = Objective(pareto_accuracy, pareto_to_target)
     out = out or default_report_dir()
     check_out_folder(out)
-    result = compare_runs(run_dirs, out, objective)
-    console.print(summary_table(result.rows, title="runs"))
+    result = compare_runs(run_dirs, out, objective, ci)
+    console.print(summary_table(result.rows, title="runs", objective=objective))
     if result.aggregate:
-        console.print(
-            aggregate_table(result.aggregate, [], title="runs repeated over seeds: mean ± 95 % CI")
-        )
+        title = f"runs repeated over seeds: mean ± 95 % CI ({ci})"
+        console.print(aggregate_table(result.aggregate, [], title, objective))
+    print_notes(result.warnings)
     files = ", ".join(f.name for f in result.files)
     console.print(Text.assemble("report in ", bold(result.out), f": {files}"), soft_wrap=True)
 
@@ -789,6 +878,7 @@ def plan(
     data_dir: DataDirOption = None,
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
+    plot_style: PlotStyleOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
@@ -803,6 +893,7 @@ def plan(
     the K indistinguishable from it (plan.csv, plan.json), plan_seeds.csv per seed."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
+    use_plot_style(plot_style)
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
     from fedjoule.planning.sweep import SweepOptions
@@ -834,6 +925,14 @@ def plan(
         return f"interrupted; run the same command with --out {folder} to resume its runs"
 
     watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
+
+    def on_plan(points, states, folders) -> None:
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+            watch.progress.console.print(line, soft_wrap=True)
+        watch.on_plan(points, states, folders)
+
     with stop_message(stopped), watch:
         result = run_plan(
             scenario,
@@ -841,24 +940,28 @@ def plan(
             set_ or [],
             options,
             say=lambda s: watch.progress.console.print(s, soft_wrap=True),
-            on_plan=watch.on_plan,
+            on_plan=on_plan,
             on_run=watch.on_run,
             on_replays=watch.replays,
             on_replay=watch.replayed,
         )
-    table = Table(title=f"K* per cell ({result.method})")
+    from fedjoule.report.terminal import FittedTable
+
+    table = FittedTable(title=f"K* per cell ({result.method})", keys=2)  # never cuts a value
     columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
     if options.seeds:
         columns[3:] = ["R(K*) mean", "E_total (J) mean ± 95 % CI", "indistinguishable K"]
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for b in result.best:
         found = b["K_star"] is not None
         energy = f"{b['E_total_j']:.4g}" if found else ""
-        if found and b.get("E_total_j_ci95") is not None:
-            energy += f" ± {b['E_total_j_ci95']:.2g}"
+        if found and b.get("E_total_j_ci95") is not None:  # (energy >= 0: a CI cut at 0 J)
+            ci = b["E_total_j_ci95"]
+            energy += f" ± {ci:.2g}" if ci <= b["E_total_j"] else f" [0, {b['E_total_j'] + ci:.3g}]"
         same = ", ".join(map(str, b.get("indistinguishable", [])))
         rounds = b.get("rounds_to_target", "")
+        rounds = "—" if rounds is None else rounds  # (no None printed)
         cells = [
             f"{b['snr_db']:g}",
             f"{b['bandwidth_hz']:g}",

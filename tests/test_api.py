@@ -232,7 +232,7 @@ def test_to_pandas(full_run, monkeypatch):
     result, _ = full_run
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "pandas", None)  # as if not installed
-        with pytest.raises(ImportError, match="pip install pandas"):
+        with pytest.raises(ImportError, match=r"pip install .fedjoule\[pandas\]."):
             result.to_pandas()
     with monkeypatch.context() as m:  # the rows go to DataFrame.from_records as they are
         frame = types.SimpleNamespace(from_records=lambda rows: ("frame", rows))

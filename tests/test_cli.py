@@ -264,3 +264,29 @@ def test_bad_options_and_out_folders_fail_before_anything_is_created(
     if "FILE" in args:
         assert "output folder FILE: a file is in its place" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
+def test_resume_says_from_which_round_and_checkpoint(tmp_path, capsys):
+    """(issue 22) `run --resume` and the API's resume=True say where they continue."""
+    from typer.testing import CliRunner
+
+    import fedjoule
+    from fedjoule.cli import app
+
+    out = tmp_path / "r"
+    tiny = {"training.rounds": 4, "population.size": 10, "round.min_clients": 1}
+    fedjoule.run("default", out, overrides=tiny, on_round=lambda row: row["round"] < 1)
+    capsys.readouterr()
+    fedjoule.run(None, out, resume=True, quiet=False, on_round=lambda row: False)
+    said = capsys.readouterr().err
+    checkpoint = out / "checkpoint.pt"
+    assert (
+        f"resuming from round 3 of 4: 2 rounds done (rounds.csv rows 0-1), checkpoint "
+        f"{checkpoint}" in said
+    )
+    result = CliRunner().invoke(app, ["run", "--resume", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (
+        f"resuming from round 4 of 4: 3 rounds done (rounds.csv rows 0-2), checkpoint "
+        f"{checkpoint}" in " ".join(result.output.split())
+    )

@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
-from rich.table import Table
-
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
+from fedjoule.report.terminal import FittedTable
 
 CSV_COLUMNS = [
     "clients_per_round", "uplink_bandwidth_hz", "rounds", "client_time_s", "round_time_s",
@@ -18,11 +17,36 @@ def number(value, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}g}"
 
 
+def whole(value) -> str:
+    """A count as printed ("—" where there is none)."""
+    return "—" if value is None else str(value)
+
+
+def limits_text(deadline_s: float | None, energy_budget_j: float | None) -> str:
+    """The limits as printed: `deadline 0.5 s, energy budget 2 J`; a limit not set is said
+    so (`no deadline`, `no energy budget`), never `None`."""
+    deadline = "no deadline" if deadline_s is None else f"deadline {deadline_s:.6g} s"
+    budget = (
+        "no energy budget" if energy_budget_j is None else f"energy budget {energy_budget_j:.6g} J"
+    )
+    return f"{deadline}, {budget}"
+
+
 def with_ci(figures: dict, key: str) -> str:
-    """`mean ± ci95` where the figures are seed means, else the value."""
+    """`mean ± ci95` where the figures are seed means, else the value; an interval that
+    would pass the figure's physical range (a fraction's [0, 1], a time's or an energy's
+    0) as its bounds cut there: `mean [lo, hi]`."""
+    from fedjoule.seeds import physical_range
+
     text = number(figures[key])
     ci = figures.get(f"{key}_ci95")
-    return text if ci is None else f"{text} ± {ci:.2g}"
+    if ci is None or figures[key] is None:
+        return text
+    low, high = physical_range(key)
+    mean = figures[key]
+    if mean - ci >= low and mean + ci <= high:
+        return f"{text} ± {ci:.2g}"
+    return f"{text} [{max(mean - ci, low):.3g}, {min(mean + ci, high):.3g}]"
 
 
 def print_capacity(console, scenario, plan: dict) -> None:
@@ -32,7 +56,7 @@ def print_capacity(console, scenario, plan: dict) -> None:
     title = f"capacity of {scenario.name} ({scenario.population.size:,} devices)"
     if seeds:
         title += f", mean ± 95 % CI over {len(seeds)} seeds"
-    table = Table(title=title)
+    table = FittedTable(title=title)  # fits the terminal, never cuts a figure
     table.add_column("figure")
     columns = [("scenario", plan["scenario"])]
     if plan["at_answer"] is not None:
@@ -48,14 +72,14 @@ def print_capacity(console, scenario, plan: dict) -> None:
     def mark(field: str) -> str:
         return ", judged" if field == judged else ""
 
-    add("clients per round", lambda f: str(f["clients_per_round"]))
+    add("clients per round", lambda f: whole(f["clients_per_round"]))
     if "concurrency" in plan["scenario"]:  # protocol.kind async or buffered
-        add("protocol.concurrency", lambda f: str(f["concurrency"]))
-    add("uplink bandwidth (Hz)", lambda f: f"{f['uplink_bandwidth_hz']:.4g}")
+        add("protocol.concurrency", lambda f: whole(f["concurrency"]))
+    add("uplink bandwidth (Hz)", lambda f: number(f["uplink_bandwidth_hz"]))
     add(f"client time to arrival, q={q:g} (s{mark('client_time_s')})",
         lambda f: with_ci(f, "client_time_s"))  # fmt: skip
     add(f"round time, q={q:g} (s{mark('round_time_s')})", lambda f: with_ci(f, "round_time_s"))
-    add("rounds simulated", lambda f: str(f["rounds"]))
+    add("rounds simulated", lambda f: whole(f["rounds"]))
     add(f"observations above q ({judged})", lambda f: with_ci(f, "tail_observations"))
     add("uploads arriving (fraction)", lambda f: with_ci(f, "arrived_fraction"))
     add("rounds per hour", lambda f: with_ci(f, "rounds_per_hour"))
@@ -79,7 +103,7 @@ def print_capacity(console, scenario, plan: dict) -> None:
     else:
         rounds = "ceil(20 / (1 - q)) rounds per candidate"
     console.print(f"{judged} and device energy at q={q:g}; {rounds}")
-    limits = f"deadline {plan['deadline_s']} s, energy budget {plan['energy_budget_j']} J"
+    limits = limits_text(plan["deadline_s"], plan["energy_budget_j"])
     search = plan["search"]
     if search == "none":
         console.print(f"limits: {limits}")

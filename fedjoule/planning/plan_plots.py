@@ -114,7 +114,7 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
         lo = (
             min(energies)
             if log
-            else min(r["E_total_j"] - (r.get("E_total_j_ci95") or 0.0) for r in reach)
+            else min(max(r["E_total_j"] - (r.get("E_total_j_ci95") or 0.0), 0.0) for r in reach)
         )
         if log:  # the data in the lower (1 - band - margin) of the axes
             span = math.log10(hi / lo) or 1.0
@@ -126,6 +126,8 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
             bottom, top = lo - 0.05 * span, hi + span * (band + 0.05) / (0.95 - band)
             band_low = top - band * (top - bottom)
         ax.set_ylim(bottom, top)
+        if log:  # labelled ticks at round values, at least 3 of them (1, 2, 5 x 10^k)
+            figures.log_value_ticks(ax, bottom, band_low, "y")
         ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= band_low])  # none in the band
         ax.yaxis.set_minor_locator(plt.NullLocator())
     else:
@@ -144,7 +146,10 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
             ax.errorbar(
                 [k for k, _, _ in ci],
                 [e for _, e, _ in ci],
-                yerr=[min(c or 0.0, e * 0.999) if log_y else (c or 0.0) for _, e, c in ci],
+                yerr=[  # the lower whisker stops at 0 J (above it on a log axis)
+                    [min(c or 0.0, e * 0.999 if log_y else e) for _, e, c in ci],
+                    [c or 0.0 for _, _, c in ci],
+                ],
                 fmt="none",
                 capsize=3,
                 color=line.get_color(),

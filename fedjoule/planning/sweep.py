@@ -8,7 +8,7 @@ last round), resumes the partial ones from their checkpoint and starts the rest.
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fedjoule import __version__
@@ -63,6 +63,7 @@ class SweepResult:
     wall_time_s: float
     grid_keys: list[str] = field(default_factory=list)  # the grid's keys, seed last
     aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (--seeds)
+    warnings: list[str] = field(default_factory=list)  # e.g. CIs from fewer than 3 seeds
 
 
 def run_folder(out: Path, point: Point) -> Path:
@@ -110,6 +111,7 @@ def run_sweep(
     on_run: Callable[[str, str], None] | None = None,
     seeds: list[int] | None = None,
     fronts: bool = True,
+    ci: str = "t",
 ) -> SweepResult:
     """Run every point of the grid into out/runs/<name>; write sweep.csv, sweep.json and the
     Pareto plots. `on_plan(points, states, folders)` (run name -> state, run folder) is
@@ -117,14 +119,15 @@ def run_sweep(
     status)` after each. Every grid value is validated before anything runs. `seeds`: the
     grid is repeated for each seed (a last axis `seed`), and aggregate.csv/json give each
     point's mean, std and 95 % CI over them (report/aggregate.py). `fronts`: write the
-    Pareto plots (plan's runs stop at the target, where fronts say nothing)."""
+    Pareto plots (plan's runs stop at the target, where fronts say nothing). `ci`: the
+    confidence interval over seeds, t (Student) or bootstrap (seeds.interval)."""
     options = options or SweepOptions()
     sets = list(sets or [])
     axes = parse_grid(grid, sets, allow_empty=bool(seeds))
     if seeds:
         axes = [*axes, seed_axis(axes, sets, seeds)]
-    points = plan_points(scenario, sets, axes)
     out = Path(out)
+    points = recorded_names(out, plan_points(scenario, sets, axes))
     states = {p.name: run_state(run_folder(out, p), p) for p in points}
     if on_plan:
         on_plan(points, states, {p.name: run_folder(out, p) for p in points})
@@ -144,7 +147,8 @@ def run_sweep(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "finished": None,
         "runs": [
-            {"name": p.name, "folder": f"{RUNS}/{p.name}", "values": p.values} for p in points
+            {"name": p.name, "label": p.label, "folder": f"{RUNS}/{p.name}", "values": p.values}
+            for p in points
         ],
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -188,12 +192,15 @@ def run_sweep(
         cluster = {}
 
     rows = combined_rows(out, points, options.objective, mark=not seeds)
-    write_table(out / SWEEP_CSV, rows)
-    means = []
+    means, warnings = [], []
     if seeds:
-        means = write_seed_aggregate(out, points, options.objective, fronts)
-    elif fronts:
-        pareto.write_front_plots(rows, [r["run"] for r in rows], out, options.objective)
+        written = write_seed_aggregate(out, points, options.objective, fronts, ci)
+        means, warnings = written.rows, written.warnings
+        rows = marks_of_means(rows, points, means)
+    write_table(out / SWEEP_CSV, rows)
+    if fronts and not seeds:
+        labels = {p.name: p.label or p.name for p in points}
+        pareto.write_front_plots(rows, [labels[r["run"]] for r in rows], out, options.objective)
     wall = time.perf_counter() - tic
     description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
     for entry in description["runs"]:
@@ -207,7 +214,50 @@ def run_sweep(
             f"{len(errors)} of {len(points)} runs failed ({listed}); the others are in {out}. "
             "Run the same sweep again to retry them."
         )
-    return SweepResult(out, rows, status, wall, [a.key for a in axes], means)
+    return SweepResult(out, rows, status, wall, [a.key for a in axes], means, warnings)
+
+
+def state_lines(
+    points: list[Point], states: dict[str, str], folders: dict[str, Path], most: int = 8
+) -> list[str]:
+    """Which runs of a restarted sweep are done (skipped) and which resume, and from which
+    round (their checkpoint's); empty when every run starts afresh. At most `most` names
+    a line, then how many more."""
+
+    def listed(names: list[str]) -> str:
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        return ", ".join(names[:most]) + more
+
+    done = [p.label or p.name for p in points if states[p.name] == DONE]
+    partial = []
+    for p in points:
+        if states[p.name] == PARTIAL:
+            saved = checkpoint.read_checkpoint(Path(folders[p.name]) / CHECKPOINT, mmap=True)
+            next_round = saved["simulation"]["progress"]["next_round"]
+            total = saved["scenario"]["training"]["rounds"]
+            partial.append(f"{p.label or p.name} (from round {next_round + 1} of {total})")
+    lines = [f"  done, skipped: {listed(done)}"] if done else []
+    return lines + ([f"  resuming: {listed(partial)}"] if partial else [])
+
+
+def recorded_names(out: Path, points: list[Point]) -> list[Point]:
+    """The points with the folder names an earlier start of this sweep gave them (its
+    sweep.json), so a sweep started by an older fedjoule whose names differ resumes its
+    runs rather than starting them again."""
+    path = Path(out) / SWEEP_JSON
+    try:
+        runs = json.loads(path.read_text())["runs"]
+        recorded = {json.dumps(r["values"], sort_keys=True): r["name"] for r in runs}
+    except (OSError, ValueError, KeyError, TypeError):
+        return points
+    taken = {p.name for p in points}
+    found = []
+    for p in points:
+        name = recorded.get(json.dumps(p.values, sort_keys=True), p.name)
+        if name != p.name and name not in taken and "/" not in name and name not in ("", ".."):
+            p = replace(p, name=name)
+        found.append(p)
+    return found
 
 
 def combined_rows(
@@ -233,8 +283,8 @@ def seed_axis(axes: list[Axis], sets: list[str], seeds: list[int]) -> Axis:
 
 
 def write_seed_aggregate(
-    out: Path, points: list[Point], objective: pareto.Objective, fronts: bool = True
-) -> list[dict]:
+    out: Path, points: list[Point], objective: pareto.Objective, fronts: bool = True, ci="t"
+) -> aggregate.SeedOutputs:
     """aggregate.csv/json, the band plots and the Pareto fronts over the means, from the
     finished runs of a sweep with a seed axis."""
     finished = [
@@ -242,7 +292,20 @@ def write_seed_aggregate(
         for p in points
         if (run_folder(out, p) / "summary.json").exists()
     ]
-    rows, _ = aggregate.write_seed_outputs(
-        out, aggregate.group_by_seed(finished), objective, fronts
+    return aggregate.write_seed_outputs(
+        out, aggregate.group_by_seed(finished), objective, fronts, ci
     )
-    return rows
+
+
+def marks_of_means(rows: list[dict], points: list[Point], means: list[dict]) -> list[dict]:
+    """sweep.csv's per-seed rows with the Pareto marks of their point's seed-means
+    (aggregate.csv's `pareto_energy`, `pareto_time`): a run is marked when its grid point
+    is on the front of the means."""
+    by_group = {m["group"]: m for m in means}
+    values = {p.name: p.values for p in points}
+    marked = []
+    for row in rows:
+        label = aggregate.group_label(values[row["run"]])
+        mean = by_group.get(label, {})
+        marked.append({**row, **{f"pareto_{k}": mean.get(f"pareto_{k}") for k in pareto.COSTS}})
+    return marked

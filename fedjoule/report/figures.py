@@ -3,6 +3,14 @@ algorithm, time axes in s, min, h or days, log axes where the data spans decades
 target line, accuracy as a step function of time, mean-and-band lines, grid ticks and
 labels placed so that they do not collide.
 
+Styles (`--plot-style`, set_plot_style / plot_style): the default look; `paper`, the
+style file paper.mplstyle shipped beside this module plus, when a plot is saved, no
+titles, every figure 3.5 in wide (one column of a two-column paper; the height keeps the
+plot's aspect), axis labels 8 pt and tick labels, legends and notes 7 pt, legends above
+the axes; or a matplotlib style file (FILE.mplstyle) whose font sizes (and figure width,
+where it sets figure.figsize) every plot takes. Mirrored in FEDJOULE_PLOT_STYLE as the
+formats are.
+
 Formats: a plot is always written as PNG (the path its function is given); PDF and SVG
 copies next to it on request, for the process, through `set_plot_formats(["png", "pdf"])`
 or, for a block, `with plot_formats(["svg"]): ...`. The setting is mirrored in the
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -90,10 +99,194 @@ def plot_formats(formats: Iterable[str] | str):
             os.environ[FORMATS_ENV] = had_env
 
 
+# ---------------------------------------------------------------- styles
+
+STYLE_ENV = "FEDJOULE_PLOT_STYLE"
+PAPER = "paper"
+STYLE_DIR = Path(__file__).parent / "styles"
+PAPER_STYLE_FILE = STYLE_DIR / "paper.mplstyle"
+PAPER_WIDTH_IN = 3.5  # one column of a two-column paper (IEEE, ACM: 3.3 to 3.5 in)
+PAPER_FONT_PT = 8  # axis labels
+PAPER_SMALL_PT = 7  # tick labels, legends, notes on the plot
+PAPER_LEGEND_CHARS = 24  # a legend label this long or shorter: two legend columns
+
+PLOT_STYLE: str | None = None  # None: the default look; "paper"; or a .mplstyle file
+
+
+def check_style(style, option: str = "--plot-style") -> str | None:
+    """The style asked for: None (or "default"), "paper", or an existing matplotlib style
+    file (FILE.mplstyle) that matplotlib can read; else a FedjouleError naming it."""
+    if style is None:
+        return None
+    if not isinstance(style, str | os.PathLike):
+        raise FedjouleError(f"{option}={style!r}: expected paper, default or a .mplstyle file")
+    text = os.fspath(style).strip()
+    if text in ("", "default"):
+        return None
+    if text == PAPER:
+        return PAPER
+    path = Path(text)
+    if path.suffix != ".mplstyle" or not path.is_file():
+        raise FedjouleError(
+            f"{option} {text!r}: expected paper, default or an existing matplotlib style "
+            "file FILE.mplstyle"
+        )
+    try:
+        matplotlib.rc_params_from_file(str(path), use_default_template=False)
+    except Exception as exc:  # a file matplotlib cannot read
+        raise FedjouleError(f"{option} {text!r}: not a matplotlib style file ({exc})") from None
+    return str(path.resolve())
+
+
+def _style_file(style: str | None) -> str | None:
+    return str(PAPER_STYLE_FILE) if style == PAPER else style
+
+
+_BASE_RC = None  # the settings before the first style was applied (restored by None)
+
+
+def _apply_style(style: str | None) -> None:
+    global _BASE_RC
+    if _BASE_RC is None:
+        if style is None:
+            return
+        _BASE_RC = {k: v for k, v in matplotlib.rcParams.items() if k != "backend"}
+    matplotlib.rcParams.update(_BASE_RC)
+    if style is not None:
+        plt.style.use(_style_file(style))
+
+
+def set_plot_style(style) -> str | None:
+    """Draw every plot in `style` from now on (None: the default); returns the setting it
+    replaces."""
+    global PLOT_STYLE
+    new = check_style(style)
+    old = PLOT_STYLE
+    PLOT_STYLE = new
+    if new is None:
+        os.environ.pop(STYLE_ENV, None)
+    else:
+        os.environ[STYLE_ENV] = new
+    _apply_style(new)
+    return old
+
+
+def current_style() -> str | None:
+    """The style plots are drawn in: the setting, or what the environment says (a process
+    spawned by one that set it)."""
+    if PLOT_STYLE is None and os.environ.get(STYLE_ENV):
+        set_plot_style(os.environ[STYLE_ENV])
+    return PLOT_STYLE
+
+
+@contextmanager
+def plot_style(style):
+    """`with plot_style("paper"):` plots drawn inside are in that style."""
+    had_env = os.environ.get(STYLE_ENV)
+    old = set_plot_style(style)
+    try:
+        yield PLOT_STYLE
+    finally:
+        set_plot_style(old)
+        if had_env is not None:
+            os.environ[STYLE_ENV] = had_env
+
+
+def _points(size) -> float:
+    from matplotlib.font_manager import FontProperties
+
+    return FontProperties(size=size).get_size_in_points()
+
+
+def style_sizes(style: str | None) -> dict[str, float]:
+    """The font sizes (pt) a style gives each kind of text: title, label, tick, legend,
+    note (paper: 8 pt labels, 7 pt the rest; a style file: its rc values)."""
+    if style == PAPER:
+        small = PAPER_SMALL_PT
+        return dict(title=PAPER_FONT_PT, label=PAPER_FONT_PT, tick=small, legend=small, note=small)
+    rc = matplotlib.rcParams
+    return dict(
+        title=_points(rc["axes.titlesize"]),
+        label=_points(rc["axes.labelsize"]),
+        tick=_points(rc["xtick.labelsize"]),
+        legend=_points(rc["legend.fontsize"]),
+        note=_points(rc["legend.fontsize"]),
+    )
+
+
+def style_width_in(style: str | None) -> float | None:
+    """The figure width a style fixes: paper 3.5 in; a style file its figure.figsize's
+    width where it sets one; else None (each plot its own size)."""
+    if style == PAPER:
+        return PAPER_WIDTH_IN
+    if style is None:
+        return None
+    given = matplotlib.rc_params_from_file(style, use_default_template=False)
+    return float(given["figure.figsize"][0]) if "figure.figsize" in given else None
+
+
+def restyle(fig, style: str | None = None) -> None:
+    """Fit a finished figure to the current style (nothing for the default): titles off
+    (paper), every text at the style's size for its kind, the style's width (the height
+    keeping the plot's aspect), the layout redone."""
+    style = current_style() if style is None else style
+    if style is None:
+        return
+    sizes = style_sizes(style)
+    titles, labels, ticks, legends = set(), set(), set(), set()
+    for ax in fig.axes:
+        titles.update((ax.title, ax._left_title, ax._right_title))
+        labels.update((ax.xaxis.label, ax.yaxis.label))
+        ax.tick_params(axis="both", which="both", labelsize=sizes["tick"])
+        for axis in (ax.xaxis, ax.yaxis):
+            ticks.update(axis.get_ticklabels(which="both"))
+            ticks.add(axis.get_offset_text())
+        if ax.get_legend() is not None:
+            legends.update(ax.get_legend().findobj(matplotlib.text.Text))
+    for legend in fig.legends:
+        legends.update(legend.findobj(matplotlib.text.Text))
+    if fig._suptitle is not None:
+        titles.add(fig._suptitle)
+    for text in fig.findobj(matplotlib.text.Text):
+        if text in titles:
+            if style == PAPER:
+                text.set_text("")
+            text.set_fontsize(sizes["title"])
+        elif text in labels:
+            text.set_fontsize(sizes["label"])
+        elif text in ticks:
+            text.set_fontsize(sizes["tick"])
+        elif text in legends:
+            text.set_fontsize(sizes["legend"])
+        else:
+            text.set_fontsize(sizes["note"])
+    width = style_width_in(style)
+    if width is not None:
+        w, h = fig.get_size_inches()
+        if not hasattr(fig, "_fedjoule_aspect"):  # (restyled twice: the first aspect)
+            fig._fedjoule_aspect = h / w
+        plot_h = max(width * fig._fedjoule_aspect, 0.6 * width)
+        fig.set_size_inches(width, plot_h)
+        fig.tight_layout()
+        # room for legends above or beside the axes: the figure grows by their height
+        renderer = fig.canvas.get_renderer()
+        extra = 0.0
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is not None and style == PAPER:
+                extra = max(extra, legend.get_window_extent(renderer).height / fig.dpi)
+        fig.set_size_inches(width, plot_h + extra)
+    fig.tight_layout()
+
+
 def save_plot(fig, path_png: Path, dpi: int = DPI) -> Path:
     """Save `fig` at `path_png` and, for each other requested format, beside it with that
-    suffix (atomically, cropped to what is drawn), close it; returns the PNG's path."""
+    suffix (atomically), in the current style (restyle), close it; returns the PNG's
+    path."""
     path_png = Path(path_png)
+    restyle(fig)
+    if current_style() == PAPER:
+        dpi = max(dpi, 300)  # print resolution
     for fmt in current_formats():
         target = path_png if fmt == "png" else path_png.with_suffix(f".{fmt}")
         save_figure(fig, target, dpi=dpi)
@@ -307,6 +500,30 @@ def grid_ticks(ax, values: Iterable[float], axis: str = "x", log: bool | None = 
     target.set_minor_locator(NullLocator())
 
 
+def log_value_ticks(ax, low: float, high: float, axis: str = "y", least: int = 3) -> list[float]:
+    """Labelled ticks of a log axis showing [low, high]: the decades where at least `least`
+    of them lie inside, else 1, 2, 5 x 10^k, else 1..9 x 10^k, each written as a plain
+    number (0.5, 2, 20), so that the axis never has a single labelled tick; returns them."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    first, last = math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
+        ticks = [
+            float(f"{m * 10.0**k:.12g}")
+            for k in range(first, last + 1)
+            for m in mantissas
+            if low <= m * 10.0**k <= high
+        ]
+        if len(ticks) >= least:
+            break
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    target.set_minor_locator(NullLocator())
+    return ticks
+
+
 def integer_ticks(ax, axis: str = "x") -> None:
     from matplotlib.ticker import MaxNLocator
 
@@ -314,7 +531,21 @@ def integer_ticks(ax, axis: str = "x") -> None:
 
 
 def legend_outside(ax, **options):
-    """The legend right of the axes, so that it hides no data."""
+    """The legend right of the axes, so that it hides no data (paper style: above the
+    axes, where the title was, in two columns)."""
+    if current_style() == PAPER:
+        labels = options.get("labels")
+        if labels is None:
+            handles = options.get("handles") or ax.get_legend_handles_labels()[0]
+            labels = [h.get_label() for h in handles]
+        wide = max((len(line) for t in labels for line in str(t).splitlines()), default=0)
+        options = {
+            **options,
+            "loc": "lower center",
+            "bbox_to_anchor": (0.5, 1.02),
+            "ncol": 2 if len(labels) > 1 and wide <= PAPER_LEGEND_CHARS else 1,
+        }
+        return ax.legend(**options)
     options = {"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0), **options}
     return ax.legend(**options)
 
@@ -335,14 +566,17 @@ def step_xy(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[f
     return xs, ys
 
 
-def plot_steps(ax, x, y, label: str | None = None, marker: str = "o", **options):
+def plot_steps(
+    ax, x, y, label: str | None = None, marker: str = "o", offset: int = 0, of: int = 1, **options
+):
     """A quantity that only changes at given points (accuracy: at aggregation) as a step
     line, with a marker at each point where it was measured (the even vertices of
-    step_xy); returns the line."""
+    step_xy; `offset` of `of`: every of-th point from the offset-th, so that series that
+    coincide show their markers at different points); returns the line."""
     xs, ys = step_xy(list(x), list(y))
     options = {"ms": 3.5, **options}
     if marker:
-        options.update(marker=marker, markevery=slice(0, None, 2))
+        options.update(marker=marker, markevery=slice(2 * offset, None, 2 * max(of, 1)))
     (line,) = ax.plot(xs, ys, label=label, **options)
     return line
 
@@ -424,3 +658,92 @@ def place_labels(ax, xs, ys, texts, fontsize: float = 7, color="black", avoid=()
         placed.append(best[2])
         made.append(best[1])
     return made
+
+
+# ---------------------------------------------------------------- coinciding series
+
+COINCIDE_FRACTION = 0.02  # series closer than this share of the y span look like one line
+# the dash patterns of series that coincide: the first solid, the later ones on top
+COINCIDE_DASHES = ("-", (0, (5, 3)), (0, (1, 2)), (0, (6, 2, 1, 2)))
+
+
+def coinciding(
+    series: Sequence[tuple], fraction: float = COINCIDE_FRACTION, span: float | None = None
+) -> list:
+    """For each series (x, y), None, or (i, exact): the first earlier series i it would
+    hide or be hidden by (the same x and every |y - y_i| within `fraction` of `span`, the
+    plot's y range, by default that of all the series' y), exact True where the values
+    are equal."""
+    ys = [float(v) for _, y in series for v in y if v == v]
+    if span is None:
+        span = (max(ys) - min(ys)) if ys else 0.0
+    tolerance = fraction * span if span > 0 else 1e-12
+    found = []
+    for k, (x, y) in enumerate(series):
+        match = None
+        for i in range(k):
+            if found[i] is not None:  # compare with the first of each group
+                continue
+            xi, yi = series[i]
+            if len(xi) != len(x) or len(x) == 0 or not np.array_equal(xi, x):
+                continue
+            diff = np.abs(np.asarray(yi, dtype=float) - np.asarray(y, dtype=float))
+            if np.all(np.isnan(diff) | (diff <= tolerance)):
+                match = (i, bool(np.nanmax(diff) == 0) if np.any(diff == diff) else True)
+                break
+        found.append(match)
+    return found
+
+
+def coincide_styles(
+    labels: Sequence[str], series: Sequence[tuple], span: float | None = None
+) -> list[dict]:
+    """The label, dash pattern, z-order and marker offset of each series so that series
+    that coincide are all visible: the first of a group solid, each later one dashed on
+    top of it, its markers at other points, and its label saying whom it coincides with
+    ('fedprox (= fedavg)'; '≈' where the values differ by less than COINCIDE_FRACTION of
+    the plot's span)."""
+    matches = coinciding(series, span=span)
+    position = [0] * len(series)
+    groups: dict[int, int] = {}
+    styles = []
+    for k, match in enumerate(matches):
+        style = {"label": labels[k], "ls": "-", "zorder": 2, "offset": 0, "of": 1}
+        if match is not None:
+            first, exact = match
+            groups[first] = groups.get(first, 1) + 1
+            position[k] = groups[first] - 1
+            style.update(
+                label=f"{labels[k]} ({'=' if exact else '≈'} {labels[first]})",
+                ls=COINCIDE_DASHES[position[k] % len(COINCIDE_DASHES)],
+                zorder=2 + position[k],
+                offset=position[k],
+            )
+        styles.append(style)
+    for k, match in enumerate(matches):  # markers spread over the group's members
+        first = k if match is None else match[0]
+        styles[k]["of"] = groups.get(first, 1)
+    return styles
+
+
+def merge_close_points(ax, xs, ys, texts, pixels: float = 6.0):
+    """Points whose labels would print on top of each other (closer than `pixels` on the
+    axes) merged into one point labelled with their texts joined ('1, 3'); returns the
+    merged (xs, ys, texts). Call after the axes' limits are final."""
+    merged: list[list] = []
+    for x, y, text in zip(xs, ys, texts, strict=True):
+        px = ax.transData.transform((x, y))
+        for m in merged:
+            if abs(m[3][0] - px[0]) <= pixels and abs(m[3][1] - px[1]) <= pixels:
+                m[2].append(text)
+                break
+        else:
+            merged.append([x, y, [text], px])
+    return [m[0] for m in merged], [m[1] for m in merged], [", ".join(m[2]) for m in merged]
+
+
+if os.environ.get(STYLE_ENV):  # a process started by one that set a style draws in it
+    try:
+        current_style()
+    except FedjouleError:  # (a style file gone since: the default look)
+        PLOT_STYLE = None

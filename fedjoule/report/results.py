@@ -66,6 +66,8 @@ ROUND_COLUMNS = [
     "client_accuracy_p10",
     "client_accuracy_std",
     "probed",
+    "expelled",
+    "expelled_benign",
     "detection_tpr",
     "detection_fpr",
     "wall_time_s",

@@ -123,8 +123,22 @@ def plot_timeline(
             width, left = (end - last) / scale, (last - start) / scale
             ax.barh(y, width, left=left, color=COLOURS["waiting"], height=0.7)
         if rec.outcome != "arrived":
-            ax.plot((rec.end_s - start) / scale, y, "kx")
-            ax.text((rec.end_s - start) / scale, y, f" {rec.outcome}", va="center", fontsize=7)
+            x_left = (rec.end_s - start) / scale
+            ax.plot(x_left, y, "kx")
+            # the reason beside the cross on the side with room, inside the axes (a label
+            # right of a cross at the round's end would run past the axes' edge)
+            right = x_left < 0.5 * (end - start) / scale
+            ax.annotate(
+                rec.outcome,
+                (x_left, y),
+                xytext=(6 if right else -6, 0),
+                textcoords="offset points",
+                ha="left" if right else "right",
+                va="center",
+                fontsize=7,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+                annotation_clip=True,
+            )
     handles = [
         Patch(color=COLOURS[k], label=v)
         for k, v in {**LABELS, **RADIO_LABELS}.items()

@@ -558,16 +558,32 @@ class Simulation:
         return row
 
     def detection_rates(self) -> dict:
-        """True/false positive rates of the algorithm's freeloader detection, when the
-        scenario has freeloaders and the algorithm detects."""
+        """rounds.csv's detection columns, when the algorithm detects freeloaders (TACO):
+        the clients expelled so far (`expelled`) and the benign among them, whether or not
+        the scenario has freeloaders; true/false positive rates when it has some."""
         detected = self.world.algorithm.detected(self.state)
-        truth = self.world.freeloader
-        if detected is None or not truth.any():
+        if detected is None:
             return {}
         detected = detected.cpu().numpy().astype(bool)
+        truth = np.asarray(self.world.freeloader, dtype=bool)
+        row = {"expelled": int(detected.sum()), "expelled_benign": int(detected[~truth].sum())}
+        if truth.any():
+            row["detection_tpr"] = float(detected[truth].mean())
+            row["detection_fpr"] = float(detected[~truth].mean())
+        return row
+
+    def detection_summary(self) -> dict:
+        """summary.json's detection fields: the clients expelled by the end (all, benign,
+        freeloaders) and the rates of the last round (detection_rates)."""
+        rates = self.detection_rates()
+        if not rates:
+            return {}
+        expelled, benign = rates.pop("expelled"), rates.pop("expelled_benign")
         return {
-            "detection_tpr": float(detected[truth].mean()),
-            "detection_fpr": float(detected[~truth].mean()),
+            "expelled_clients": expelled,
+            "expelled_benign": benign,
+            "expelled_freeloaders": expelled - benign,
+            **rates,
         }
 
     def run(self, last_round: int, on_round: Callable[[dict], bool | None]) -> None:
@@ -670,7 +686,7 @@ class Simulation:
             "wall_time_s": p.wall_time_s,
             "diverged_at_round": p.diverged_at_round,
             "diverged_reason": p.diverged_reason,
-            **self.detection_rates(),
+            **self.detection_summary(),
             **({} if self.protocol is None else self.protocol.summary()),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}

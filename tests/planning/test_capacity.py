@@ -81,6 +81,19 @@ def test_cli_writes_the_answer_and_every_candidate(tmp_path):
     assert any(int(r["clients_per_round"]) == expected and r["meets"] == "True" for r in rows)
     assert not any(int(r["clients_per_round"]) == expected + 1 and r["meets"] == "True"
                    for r in rows)  # fmt: skip
+    # no `None` printed: the budget not given is said so (issue 22: `energy budget None J`)
+    assert "None" not in result.output
+    said = " ".join(result.output.split())  # (rich wraps long lines)
+    assert f"= {expected} meets deadline {deadline_s:.6g} s, no energy budget" in said
+
+
+def test_limits_are_printed_without_none():
+    from fedjoule.planning.capacity_report import limits_text, number, whole
+
+    assert limits_text(0.5, None) == "deadline 0.5 s, no energy budget"
+    assert limits_text(None, 2.0) == "no deadline, energy budget 2 J"
+    assert limits_text(None, None) == "no deadline, no energy budget"
+    assert (number(None), whole(None), whole(7)) == ("—", "—", "7")
 
 
 def test_bad_search_is_a_clear_error():

@@ -73,9 +73,14 @@ def test_sweep_over_seeds_aggregates_the_per_seed_summaries(tmp_path):
             assert float(rows[k][f"{field}_ci95"]) == pytest.approx(half, rel=1e-9)
             assert int(rows[k][f"{field}_n"]) == 3
         assert {s["final_accuracy"] for s in summaries} != {summaries[0]["final_accuracy"]}
-    # fronts over the means only: sweep.csv's per-seed rows carry no Pareto marks
-    assert "pareto_energy" not in read_table(out / "sweep.csv")[0]
+    # fronts over the means only: sweep.csv's per-seed rows carry their point's marks
     assert {r["pareto_energy"] for r in rows.values()} <= {"0", "1"}
+    for row in read_table(out / "sweep.csv"):
+        mean = rows[row["training.local_steps"]]
+        assert (row["pareto_energy"], row["pareto_time"]) == (
+            mean["pareto_energy"],
+            mean["pareto_time"],
+        )
     for name in ("accuracy_vs_round_mean.png", "pareto_energy_mean.png", "aggregate.json"):
         assert (out / name).exists()
     # the band's curve: per round, the mean of the seeds' accuracies

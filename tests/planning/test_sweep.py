@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.grid import parse_grid, plan_points
-from fedjoule.planning.sweep import SweepOptions, run_folder, run_sweep
+from fedjoule.planning.sweep import SweepOptions, run_folder, run_sweep, state_lines
 from fedjoule.report.compare import compare_runs
 from fedjoule.report.table import read_table
 from fedjoule.simulator.run import run_scenario
@@ -114,11 +114,20 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
     assert partial["rounds_completed"] == 1
     stamps = {n: (out / "runs" / n / "summary.json").stat().st_mtime_ns for n in NAMES[:2]}
 
-    plans = []
-    again = run_sweep(
-        "default", GRID, out, SETS, options, on_plan=lambda p, states, folders: plans.append(states)
-    )
+    plans, said = [], []
+
+    def on_plan(points, states, folders):
+        plans.append(states)
+        said.extend(state_lines(points, states, folders))
+
+    again = run_sweep("default", GRID, out, SETS, options, on_plan=on_plan)
     assert plans == [{NAMES[0]: "done", NAMES[1]: "done", NAMES[2]: "partial", NAMES[3]: "new"}]
+    # what a restart says (issue 22): which runs are done, which resume from which round
+    labels = [n.replace("__", ", ") for n in NAMES]
+    assert said == [
+        f"  done, skipped: {labels[0]}, {labels[1]}",
+        f"  resuming: {labels[2]} (from round 2 of 3)",
+    ]
     assert again.status == {
         NAMES[0]: "skipped",
         NAMES[1]: "skipped",
@@ -163,10 +172,14 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
                 if isinstance(value, list)
                 else str(value)
             ), key
-    # a sweep folder stands for all its runs
-    assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == NAMES
+    # a sweep folder stands for all its runs, labelled as in its sweep.json
+    labels = [n.replace("__", ", ") for n in NAMES]  # `local_steps=1, clients_per_round=5`
+    recorded = json.loads((local_sweep / "sweep.json").read_text())["runs"]
+    assert [r["label"] for r in recorded] == labels
+    assert [r["run"] for r in compare_runs([local_sweep], tmp_path / "all").rows] == labels
 
 
+@pytest.mark.slow  # Ray's start again (about 10 s); the sweep above keeps Ray in make test
 def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
     """(issue 21, item 10) Started from a folder holding a directory named fedjoule (a
     checkout's parent), Ray's workers still import the installed package."""

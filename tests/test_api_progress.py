@@ -1,0 +1,61 @@
+"""The API in a notebook (issue 22): run, sweep and plan show rich's progress in Jupyter by
+default, nothing in a script, nothing anywhere with quiet=True; to_pandas names its extra."""
+
+import io
+import sys
+
+import pytest
+import rich
+from rich.console import Console
+
+import fedjoule
+from fedjoule.api import _Display, _frame
+
+TINY = {"training.rounds": 3, "population.size": 10, "round.min_clients": 1}
+
+
+def notebook() -> Console:
+    return Console(force_jupyter=True, record=True, width=120)
+
+
+def script() -> Console:
+    return Console(force_jupyter=False, force_terminal=False, file=io.StringIO())
+
+
+def test_progress_is_shown_by_default_in_a_notebook_only():
+    assert (_Display(None, notebook()).live, _Display(None, script()).shown) == (True, False)
+    assert not _Display(True, notebook()).shown  # quiet=True: nothing, even in a notebook
+    on_stderr = _Display(False, script())  # quiet=False in a script: lines on stderr
+    assert on_stderr.shown and not on_stderr.live
+    assert _Display(False, notebook()).live
+
+
+@pytest.mark.filterwarnings("ignore:install \"ipywidgets\"")  # (live bars need ipywidgets)
+def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch):
+    console = notebook()
+    monkeypatch.setattr(rich, "_console", console)  # rich.get_console(): "in a notebook"
+    rows = []
+    result = fedjoule.run("default", tmp_path / "a", overrides=TINY, on_round=rows.append)
+    said = console.export_text()
+    assert f"results in {tmp_path / 'a'}" in said and "from round 1 of 3" in said
+    # the bar the run drew, fed the same rows: its rounds and the last round's figures
+    display = _Display(None, console)
+    display.start_run("default", 3, 0)
+    for row in rows:
+        display.round_done(row, 3)
+    task = display.progress.tasks[0]
+    assert (task.completed, task.total) == (3, 3) == (len(result.rounds), 3)
+    last = result.rounds[-1]
+    assert task.fields["status"].startswith(
+        f"sim {last['sim_time_end_s']:.1f} s  {last['cumulative_energy_j']:.3g} J"
+    )
+    # quiet=True: nothing shown in the notebook
+    display = _Display(True, console)
+    display.say("not shown")
+    assert console.export_text() == ""
+
+
+def test_to_pandas_names_its_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # (as if not installed)
+    with pytest.raises(ImportError, match=r"pip install 'fedjoule\[pandas\]'"):
+        _frame([{"a": 1}], "RunResult")
