@@ -605,6 +605,7 @@ def run(
     plot_style: str | os.PathLike[str] | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> RunResult:
     """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
     checkpoint in `out` (default runs/<name>-<time>); returns its results.
@@ -625,6 +626,8 @@ def run(
     (rich's notebook support) and nothing in a script; False prints warnings and a line
     per round on stderr outside a notebook; True shows nothing. plot_style: None (the
     default look), "paper" or a matplotlib style file (`--plot-style`).
+    track: experiment tracking, e.g. "tensorboard,mlflow" or ["csv", "wandb"] (`--track`;
+    the scenario's tracking.backends; docs/tracking.md).
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
@@ -647,8 +650,15 @@ def run(
     arguments.threads("threads", threads)
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
     style = arguments.plot_style("plot_style", plot_style)
+    backends = arguments.tracking("track", track)
+    if resume and backends:
+        raise FedjouleError(
+            "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
+        )
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
     if resume and out is None:
         raise FedjouleError("resume=True needs the run folder to continue: out=...")
     loaded = None
@@ -761,6 +771,7 @@ def sweep(
     quiet: bool | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> SweepResult:
     """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
     folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
@@ -782,7 +793,8 @@ def sweep(
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`). quiet: as for
     `run` (None: progress bars in a notebook, nothing in a script). A Scenario is
     written to out/scenario.yaml and read from there. Runs that fail raise FedjouleError
-    after the others finished.
+    after the others finished. track: as for `run`; the sweep is the parent of its
+    runs' tracked runs.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -815,6 +827,9 @@ def sweep(
     style = arguments.plot_style("plot_style", plot_style)
     if seed_list is not None and "seed" in axes:
         raise arguments.ArgumentError("seeds=...: seed is then an axis; leave it out of axes")
+    backends = arguments.tracking("track", track)
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
 
     options = _sweep_options(
         backend,
@@ -908,6 +923,7 @@ def plan(
     quiet: bool | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
+    track: str | Sequence[str] | None = None,
 ) -> PlanResult:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
     (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
@@ -923,6 +939,7 @@ def plan(
     seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
     per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
+    track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -944,6 +961,9 @@ def plan(
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
     style = arguments.plot_style("plot_style", plot_style)
+    backends = arguments.tracking("track", track)
+    if backends:
+        overrides = {**(overrides or {}), "tracking.backends": backends}
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(

@@ -198,3 +198,48 @@ def plot_style(name: str, value: Any) -> str | None:
         return check_style(value, name)
     except FedjouleError as exc:
         raise ArgumentError(str(exc)) from None
+def tracking(name: str, value: Any) -> list[str] | None:
+    """`--track tensorboard,mlflow` or track=["csv", "wandb"]: distinct tracker names
+    (fedjoule.tracking.registry), or plug-in specs 'file.py:ClassName' (checked where the
+    scenario is read, under the plug-in trust rules); a named backend must be installed
+    (the message names the extra that installs it). None or empty: as the scenario says."""
+    from fedjoule.plugins import PluginError
+    from fedjoule.tracking.registry import is_spec, names, tracker_class
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        given = [part.strip() for part in value.split(",")] if value.strip() else []
+    elif isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        given = [v.strip() for v in value]
+    else:
+        raise ArgumentTypeError(
+            f"{name}={shown(value)}: expected tracker names, e.g. 'tensorboard,mlflow' or "
+            "['csv', 'wandb']"
+        )
+    allowed = f"{', '.join(names())} or a plug-in class 'file.py:ClassName'"
+    for backend in given:
+        if not backend:
+            raise ArgumentError(
+                f"{name}={shown(value)}: an empty tracker name; expected {allowed}"
+            )
+        if given.count(backend) > 1:
+            raise ArgumentError(f"{name}={shown(value)}: {backend!r} is named twice")
+        if is_spec(backend):
+            continue
+        if backend not in names():
+            raise ArgumentError(
+                f"{name}={shown(value)}: unknown tracker {backend!r}; expected {allowed}"
+            )
+        try:
+            tracker_class(backend)  # (installed?)
+        except PluginError as exc:
+            raise ArgumentError(f"{name}={shown(value)}: {exc}") from None
+    return given or None
+
+
+def tracking_override(backends: list[str] | None) -> list[str]:
+    """The --set text that puts `backends` in a scenario's tracking section ([]: none)."""
+    import json
+
+    return [] if not backends else [f"tracking.backends={json.dumps(backends)}"]

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from fedjoule import __version__
+from fedjoule import __version__, arguments
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.run_progress import RunsProgress, many_runs_progress
@@ -242,6 +242,15 @@ CiOption = Annotated[
         "2000 resamples, seeded); clipped to each figure's physical range (docs/seeds.md).",
     ),
 ]
+TrackOption = Annotated[
+    str | None,
+    typer.Option(
+        "--track",
+        help="Experiment tracking, comma-separated: tensorboard, mlflow (a local file store), "
+        "wandb (offline), csv, or a plug-in 'file.py:ClassName' (sets the scenario's "
+        "tracking.backends; docs/tracking.md).",
+    ),
+]
 SeedsOption = Annotated[
     str | None,
     typer.Option(
@@ -292,6 +301,7 @@ def run(
         ),
     ] = 2048,
     seeds: SeedsOption = None,
+    track: TrackOption = None,
     plot_format: PlotFormatOption = "png",
     plot_style: PlotStyleOption = None,
     ci: CiOption = "t",
@@ -319,6 +329,13 @@ def run(
     use_plot_formats(plot_format)
     use_plot_style(plot_style)
     ci_method(ci)
+    backends = arguments.tracking("--track", track)
+    if backends and (resume or no_train):
+        raise FedjouleError(
+            "--track: a resumed run keeps the tracking it started with (its scenario.yaml), "
+            "and a --no-train run is not tracked"
+        )
+    set_ = [*(set_ or []), *arguments.tracking_override(backends)] or None
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
             raise FedjouleError(
@@ -344,6 +361,7 @@ def run(
             plot_style=plot_style,
             ci=ci,
             quiet=quiet,
+            track=None,  # (in set_)
         )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
@@ -576,6 +594,7 @@ def sweep(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
+    track: TrackOption = None,
 ) -> None:
     """Run a scenario over a grid of values: one run folder per point, sweep.csv, sweep.json
     and Pareto plots. Finished runs are skipped and partial ones resumed on a restart.
@@ -589,6 +608,7 @@ def sweep(
     use_plot_formats(plot_format)
     use_plot_style(plot_style)
     ci_method(ci)
+    set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
     from fedjoule.planning.grid import table_columns
     from fedjoule.planning.pareto import Objective
@@ -882,6 +902,7 @@ def plan(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
+    track: TrackOption = None,
 ) -> None:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth:
     R(K) rounds to the scenario's target, E_total(K) energy to it, K* = argmin per cell.
@@ -894,6 +915,7 @@ def plan(
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
     use_plot_formats(plot_format)
     use_plot_style(plot_style)
+    set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
     from fedjoule.planning.sweep import SweepOptions

@@ -1,5 +1,5 @@
-"""One registry for what a scenario names: models, datasets and algorithms, built in,
-installed by another package (entry points), or given as a file or module path.
+"""One registry for what a scenario names: models, datasets, algorithms and trackers, built
+in, installed by another package (entry points), or given as a file or module path.
 
 A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relative to
 the scenario file's folder, then to the working folder) or `package.module:name` (an
@@ -46,12 +46,13 @@ from fedjoule.errors import FedjouleError
 
 # kind -> the entry-point group through which installed packages add names of that kind
 # (models and datasets come from files or modules: name: custom, factory: ...)
-ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms"}
+ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms", "tracker": "fedjoule.trackers"}
 # kind -> the module whose import registers the built-in names of that kind
 _BUILTIN_MODULES = {
     "algorithm": "fedjoule.algorithms.registry",
     "model": "fedjoule.models",
     "dataset": "fedjoule.data.federated",
+    "tracker": "fedjoule.tracking.registry",
 }
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 

@@ -30,6 +30,7 @@ class Job:
     device: str = "cpu"
     data_dir: str | None = None
     allowed: dict | None = None  # plugins.Allowance as data: what plug-ins the run may use
+    tracking: dict | None = None  # the parent tracked run's context (tracking/session.py)
 
 
 # called with (job, summary, None) when a run ends, or (job, None, error) when it failed
@@ -67,12 +68,21 @@ def _execute(job: Job) -> dict:
     try:
         if job.scenario is None:
             _, summary = run_scenario(
-                None, job.folder, data_dir=job.data_dir, device=job.device, resume=True
+                None,
+                job.folder,
+                data_dir=job.data_dir,
+                device=job.device,
+                resume=True,
+                tracking_parent=job.tracking,
             )
         else:
             scenario = Scenario.model_validate(job.scenario)
             _, summary = run_scenario(
-                scenario, job.folder, data_dir=job.data_dir, device=job.device
+                scenario,
+                job.folder,
+                data_dir=job.data_dir,
+                device=job.device,
+                tracking_parent=job.tracking,
             )
     except RunDiverged:  # a result of the grid point, not a failure: its summary says so
         summary = json.loads((Path(job.folder) / "summary.json").read_text())

@@ -36,6 +36,7 @@ from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import describe, indistinguishable
+from fedjoule.tracking.session import start_parent
 
 PLAN_CSV, PLAN_JSON, PLAN_SEEDS_CSV = "plan.csv", "plan.json", "plan_seeds.csv"
 HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
@@ -279,7 +280,11 @@ def run_plan(
         )
     say(f"method: {method} ({reason})")
     k_grid = "training.local_steps=" + ",".join(map(str, options.k_values))
+    hyper = {"scenario": str(scenario), "set": str(sets), "k": str(options.k_values)}
+    hyper.update(snr_db=str(options.snr_db), bandwidth_hz=str(options.bandwidth_hz))
+    parent = start_parent(base.tracking, out, out.name, hyper)  # the runs' parent (tracking)
     hooks = dict(on_plan=on_plan, on_run=on_run, seeds=options.seeds)
+    hooks["tracking_parent"] = parent.context() if parent else None
     rows: dict[tuple[int, Cell], dict] = {}
     notes: list[str] = []
     learning: dict[str, object] = {}
@@ -447,6 +452,8 @@ def run_plan(
             "wall_time_s": wall,
         },
     )
+    if parent:
+        parent.finish(True, None, [out / PLAN_CSV, *sorted(out.glob("*.png"))])
     return PlanResult(out, table, method, reason, best, wall, breakeven)
 
 

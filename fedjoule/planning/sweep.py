@@ -22,6 +22,7 @@ from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import read_source, scenario_folder
 from fedjoule.simulator import checkpoint
+from fedjoule.tracking.session import start_parent
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
@@ -77,6 +78,8 @@ def run_state(folder: Path, point: Point) -> str:
         return NEW
     saved, _ = read_source(folder / "scenario.yaml")  # (the bounded, safe reader)
     wanted = point.scenario.model_dump(mode="json")
+    # (a run folder from before the protocol or tracking section: those at their defaults)
+    wanted = checkpoint.without_default_protocol({"scenario": saved}, wanted)
     if saved != wanted:
         differ = ", ".join(checkpoint.differences(saved, wanted)[:5])
         raise FedjouleError(
@@ -112,6 +115,7 @@ def run_sweep(
     seeds: list[int] | None = None,
     fronts: bool = True,
     ci: str = "t",
+    tracking_parent: dict | None = None,
 ) -> SweepResult:
     """Run every point of the grid into out/runs/<name>; write sweep.csv, sweep.json and the
     Pareto plots. `on_plan(points, states, folders)` (run name -> state, run folder) is
@@ -120,7 +124,9 @@ def run_sweep(
     grid is repeated for each seed (a last axis `seed`), and aggregate.csv/json give each
     point's mean, std and 95 % CI over them (report/aggregate.py). `fronts`: write the
     Pareto plots (plan's runs stop at the target, where fronts say nothing). `ci`: the
-    confidence interval over seeds, t (Student) or bootstrap (seeds.interval)."""
+    confidence interval over seeds, t (Student) or bootstrap (seeds.interval).
+    `tracking_parent`: a plan's parent tracked run; without it a scenario that tracks
+    starts the sweep's own parent tracked run (tracking/session.py)."""
     options = options or SweepOptions()
     sets = list(sets or [])
     axes = parse_grid(grid, sets, allow_empty=bool(seeds))
@@ -153,6 +159,12 @@ def run_sweep(
     }
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / SWEEP_JSON, description)
+    parent = None
+    if tracking_parent is None:
+        hyper = {"scenario": str(scenario), "set": str(sets)}
+        hyper.update({f"grid.{a.key}": str(list(a.values)) for a in axes})
+        parent = start_parent(points[0].scenario.tracking, out, out.name, hyper)
+        tracking_parent = parent.context() if parent else None
 
     status = {name: "skipped" for name, state in states.items() if state == DONE}
     jobs = []
@@ -170,6 +182,7 @@ def run_sweep(
                 options.device,
                 options.data_dir,
                 job_allowance(scenario),
+                tracking_parent,
             )
         )
     errors: dict[str, str] = {}
@@ -208,6 +221,8 @@ def run_sweep(
         if entry["name"] in errors:
             entry["error"] = errors[entry["name"]]
     write_json(out / SWEEP_JSON, description)
+    if parent:
+        parent.finish(not errors, None, [out / SWEEP_CSV, *sorted(out.glob("*.png"))])
     if errors:
         listed = "; ".join(f"{name}: {message}" for name, message in errors.items())
         raise FedjouleError(

@@ -152,7 +152,8 @@ def seed_groups(dirs: list[Path], labels: list[str]) -> list[aggregate.SeedGroup
         raw = parse_yaml((d / "scenario.yaml").read_text(), str(d / "scenario.yaml"))
         seed = int(raw.pop("seed", 0))
         key = json.dumps(raw, sort_keys=True, default=str)
-        name = re.sub(r"(, |__)?\bseed=\d+", "", label).strip(", ") or label  # less its seed
+        # the label less its seed: `fedavg__seed=0` (a folder), `fedprox mu=0.1, seed=3`
+        name = re.sub(r"(, |__)?(?<![A-Za-z0-9])seed=\d+", "", label).strip(", ") or label
         group = groups.setdefault(key, aggregate.SeedGroup(name, {}, [], []))
         group.seeds.append(seed)
         group.run_dirs.append(d)

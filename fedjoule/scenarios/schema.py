@@ -1342,6 +1342,73 @@ class OutputSection(Section):
     )
 
 
+TRACKER_NAME = r"^([A-Za-z0-9_][A-Za-z0-9_.-]*|[^:]+:[A-Za-z_][A-Za-z0-9_]*)$"
+
+
+class TrackingSection(Section):
+    """Experiment tracking to TensorBoard, MLflow, W&B (offline) or CSV (docs/tracking.md).
+    The scenario, every rounds.csv column per round, the summary and the plots are written
+    as the run goes. Tracking changes no result; the default tracks nothing."""
+
+    backends: list[
+        Annotated[str, Field(min_length=1, max_length=4096, pattern=TRACKER_NAME)]
+    ] = Field(
+        [],
+        max_length=16,
+        description="Trackers: tensorboard (pip install 'fedjoule[tensorboard]'), mlflow "
+        "(a local file store; 'fedjoule[mlflow]'), wandb (offline; 'fedjoule[wandb]'), csv "
+        "(no extra), a name an installed package or Python code registered (kind tracker), "
+        "or a plug-in class 'file.py:ClassName' (fedjoule.tracking.base.Tracker). Empty: "
+        "no tracking. The command line's --track sets it.",
+    )
+    folder: str = Field(
+        "tracking",
+        min_length=1,
+        max_length=4096,
+        description="Where the trackers write, relative to the run's folder (a sweep's or "
+        "plan's runs: to the sweep's or plan's folder, so that they nest under its parent "
+        "run); an absolute path gathers the runs of many commands in one place.",
+    )
+    experiment: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="MLflow experiment and W&B project name (None: the scenario's name; a "
+        "sweep's or plan's runs: its folder's name).",
+    )
+    sources: dict[str, PluginSource] = Field(
+        {},
+        max_length=16,
+        description="Recorded when loaded: each plug-in tracker's file (or module) and "
+        "SHA-256, by its spec.",
+    )
+
+    @model_validator(mode="after")
+    def _resolve_backends(self):
+        from fedjoule.tracking.registry import tracker_class
+
+        seen, sources = set(), {}
+        for name in self.backends:
+            if name in seen:
+                message = f"backends: {name!r} is named twice"
+                raise PydanticCustomError("cross_field", "{message}", {"message": message})
+            seen.add(name)
+            recorded = self.sources.get(name)
+            try:
+                _, source = tracker_class(
+                    name, plugin_dirs(), recorded.model_dump() if recorded else None
+                )
+            except PluginError as exc:
+                message = f"backends: {exc}"
+                raise PydanticCustomError(
+                    "cross_field", "{message}", {"message": message}
+                ) from None
+            if source:
+                sources[name] = PluginSource(**source)
+        self.sources = sources
+        return self
+
+
 # Which fields of the protocol section each kind reads (the others must stay none).
 PROTOCOL_FIELDS = {
     "sync": (),
@@ -1708,6 +1775,7 @@ class Scenario(Section):
     output: OutputSection = Field(default_factory=OutputSection)
     compression: CompressionSection = Field(default_factory=CompressionSection)
     protocol: ProtocolSection = Field(default_factory=ProtocolSection)
+    tracking: TrackingSection = Field(default_factory=TrackingSection)
 
     cross_checks = (
         _clients_per_round,

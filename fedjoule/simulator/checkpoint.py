@@ -146,14 +146,17 @@ def check_belongs(saved: dict, path: Path, scenario_data: dict, scenario_file: P
 
 def without_default_protocol(saved: dict, scenario_data: dict) -> dict:
     """A checkpoint written before the scenario had a `protocol` section (sync rounds, the
-    default) belongs to the scenario whose protocol section is the default."""
-    from fedjoule.scenarios.schema import ProtocolSection
+    default) or a `tracking` section (none) belongs to the scenario whose section is the
+    default."""
+    from fedjoule.scenarios.schema import ProtocolSection, TrackingSection
 
-    if "protocol" in saved["scenario"] or "protocol" not in scenario_data:
-        return scenario_data
-    if scenario_data["protocol"] != ProtocolSection().model_dump(mode="json"):
-        return scenario_data
-    return {k: v for k, v in scenario_data.items() if k != "protocol"}
+    for section, default in (("protocol", ProtocolSection), ("tracking", TrackingSection)):
+        if section in saved["scenario"] or section not in scenario_data:
+            continue
+        if scenario_data[section] != default().model_dump(mode="json"):
+            continue
+        scenario_data = {k: v for k, v in scenario_data.items() if k != section}
+    return scenario_data
 
 
 def differences(a: Any, b: Any, prefix: str = "") -> list[str]:

@@ -21,13 +21,14 @@ from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
+from fedjoule.tracking.session import start_run as start_tracking
 
 CHECKPOINT = checkpoint.NAME
 EVENTS = "events.jsonl"
 SCENARIO = "scenario.yaml"
 HEADER = "# resolved by fedjoule"
 # what a run writes besides scenario.yaml (removed when a run starts over in its folder)
-OUTPUTS = ("rounds.csv", EVENTS, "clients.csv", "summary.json", "warnings.txt")
+OUTPUTS = ("rounds.csv", EVENTS, "clients.csv", "summary.json", "warnings.txt", "tracking.json")
 
 
 def run_scenario(
@@ -42,6 +43,7 @@ def run_scenario(
     state_memory_mb: float | None = 2048,
     on_start: Callable[[World, int], None] | None = None,
     on_round: Callable[[dict], bool | None] | None = None,
+    tracking_parent: dict | None = None,
 ) -> tuple[Path, dict]:
     """Run (or resume) a scenario into `out_dir`; returns the folder and summary.json's content.
 
@@ -52,7 +54,10 @@ def run_scenario(
     ends the run after that many rounds in total, as an interruption would; so does
     `on_round(row)` returning False (after that round is saved). Client-state
     rows beyond `state_memory_mb` spill to `client_state.bin` in the run folder (None:
-    never). A run that diverges writes its files and raises RunDiverged.
+    never). A run that diverges writes its files and raises RunDiverged. The scenario's
+    `tracking:` trackers are given each round's row after its checkpoint (through the
+    same seam as `on_round`); `tracking_parent`: the context of the sweep's or plan's
+    parent tracked run (fedjoule/tracking/session.py).
     """
     saved = None
     if resume:
@@ -82,7 +87,9 @@ def run_scenario(
             start_folder(out, scenario)
         elif saved is None:  # stopped before its first checkpoint: start over in place
             start_folder(out, None)
-        return _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round)
+        return _play(
+            world, out, saved, stop_after, state_memory_mb, on_start, on_round, tracking_parent
+        )
 
 
 def refuse_occupied(out: Path) -> None:
@@ -118,7 +125,7 @@ def start_folder(out: Path, scenario: Scenario | None) -> None:
         write_text_atomically(out / SCENARIO, header + scenario_yaml(scenario))
 
 
-def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
+def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tracking_parent):
     """The rounds of a run whose folder is ready (and locked)."""
     scenario = world.scenario
     scenario_data = scenario.model_dump(mode="json")
@@ -151,6 +158,11 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
         sim.load_state_dict(saved["simulation"])
         rounds_file.log.restore(saved["files"]["rounds.csv"], f"the run in {out}")
         events.restore(saved["files"][EVENTS], f"the run in {out}")
+    tracking = start_tracking(
+        scenario, out, rounds_file.columns, sim.progress.next_round, tracking_parent
+    )
+    if tracking is not None:
+        on_round = tracking.chain(on_round)
     if on_start:
         on_start(world, sim.progress.next_round)
 
@@ -173,15 +185,22 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round):
         if stop_after is None
         else min(stop_after, scenario.training.rounds)
     )
-    sim.run(last, record)
+    try:
+        sim.run(last, record)
+    except BaseException:
+        if tracking is not None:
+            tracking.abandon()
+        raise
 
     sim.store.close()
     extra = () if sim.protocol is None else protocols.CLIENT_COLUMNS
     write_clients(out / "clients.csv", client_rows(sim), extra)
     summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
     write_json(out / "summary.json", summary)
-    if sim.finished():
-        plot_run(out)
+    plots = plot_run(out) if sim.finished() else []
+    if tracking is not None:
+        timelines = sorted(out.glob("timeline_round_*.png"))
+        tracking.finish(sim.finished(), summary, [*plots, *timelines])
     if summary.get("diverged_at_round") is not None:
         raise RunDiverged(f"{out}: {summary.get('diverged_reason')}")
     return out, summary
