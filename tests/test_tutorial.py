@@ -260,6 +260,15 @@ def check_outputs(folder: Path, seeds: int, printed: str) -> None:
         assert all(r[f"pareto_{kind}"] == aggregate[r["algorithm"]][f"pareto_{kind}"] for r in runs)
     for plot in ("accuracy_vs_round", "energy_vs_round", "pareto_energy", "pareto_time"):
         assert (compare / f"{plot}_mean.png").stat().st_size > 0
+    # --track: each run's accuracy, round by round, as its rounds.csv has it
+    for run in runs:
+        logged = read_table(
+            compare / "tracking" / "csv" / "compare" / "runs" / run["run"] / "metrics.csv"
+        )
+        accuracy = [(m["step"], m["value"]) for m in logged if m["name"] == "accuracy"]
+        rows = read_table(compare / "runs" / run["run"] / "rounds.csv")
+        assert accuracy == [(r["round"], r["accuracy"]) for r in rows]
+    assert list((compare / "tracking" / "tensorboard" / "compare").glob("events.out.tfevents.*"))
 
     # step 6: the report's rows are the sweep's runs, its plots also as PDF
     report = read_table(out / "report" / "report.csv")
