@@ -59,6 +59,18 @@ def test_written_headers_are_the_readme_list_and_taco_reports_its_expulsions(tmp
     flagged = sum(int(c["flagged"]) for c in read_table(tmp_path / "t" / "clients.csv"))
     assert (summary["expelled_clients"], summary["expelled_benign"]) == (6, 6) == (flagged, 6)
     assert summary["expelled_freeloaders"] == 0
+    assert summary["warnings"][0] == (
+        "freeloader detection expelled 6 benign clients of 10 (6 expelled in all); "
+        "they are never selected again"
+    )
+    # two more rounds: every client is expelled, and the failed rounds say why
+    fedjoule.run("default", tmp_path / "all", overrides={**TACO, "training.rounds": 5})
+    warnings = json.loads((tmp_path / "all" / "summary.json").read_text())["warnings"]
+    assert warnings[0].endswith(
+        "every client was expelled by round 2, later rounds trained nobody"
+    )
+    assert warnings[1].endswith("Likely cause: freeloader detection expelled every client "
+                                "(see the warning before)")
     # fedavg expels nobody: the columns are empty, summary.json has no such fields
     assert {r["expelled"] for r in read_table(tmp_path / "d" / "rounds.csv")} == {""}
     assert "expelled_clients" not in json.loads((tmp_path / "d" / "summary.json").read_text())

@@ -211,13 +211,14 @@ def round_warnings(rows: list[dict], totals: dict, scenario=None) -> list[str]:
     DROPPED_WARN of the selected clients were dropped (over-commit drops, which are meant,
     not counted): the numbers and the likely cause. `scenario` (optional) names the values
     of the fields to change."""
+    expelled = expulsion_warnings(rows, scenario)
     played, failed = len(rows), totals["rounds_failed"]
     selected, arrived = totals["selected_total"], totals["arrived_total"]
     dropped = totals["dropped_total"] - totals["dropped_overcommit"]
     many_failed = played > 0 and failed > FAILED_ROUNDS_WARN * played
     many_dropped = selected > 0 and dropped > DROPPED_WARN * selected
     if not (many_failed or many_dropped):
-        return []
+        return expelled
     parts = []
     if many_failed:
         min_clients = f" = {scenario.round.min_clients}" if scenario is not None else ""
@@ -230,7 +231,28 @@ def round_warnings(rows: list[dict], totals: dict, scenario=None) -> list[str]:
         f"({_percent(dropped, selected)}) were dropped"
         + (" (over-commit drops not counted)" if totals["dropped_overcommit"] else "")
     )
-    return ["; ".join(parts) + f". Likely cause: {_likely_cause(rows, totals, scenario)}"]
+    cause = _likely_cause(rows, totals, scenario)
+    return [*expelled, "; ".join(parts) + f". Likely cause: {cause}"]
+
+
+def expulsion_warnings(rows: list[dict], scenario=None) -> list[str]:
+    """A warning when freeloader detection (TACO) expelled benign clients, and when it
+    expelled every client (the rounds after that train nobody): rounds.csv's `expelled`
+    and `expelled_benign` columns, cumulative."""
+    last = rows[-1] if rows else {}
+    benign, expelled = last.get("expelled_benign") or 0, last.get("expelled") or 0
+    if not benign:
+        return []
+    size = scenario.population.size if scenario is not None else None
+    of = f" of {size:,}" if size else ""
+    text = (
+        f"freeloader detection expelled {int(benign):,} benign clients{of} "
+        f"({int(expelled):,} expelled in all); they are never selected again"
+    )
+    if size and expelled >= size:
+        first = next(int(r["round"]) for r in rows if (r.get("expelled") or 0) >= size)
+        text += f"; every client was expelled by round {first}, later rounds trained nobody"
+    return [text]
 
 
 def _likely_cause(rows: list[dict], totals: dict, scenario) -> str:
@@ -238,6 +260,9 @@ def _likely_cause(rows: list[dict], totals: dict, scenario) -> str:
     they need, that."""
     need = scenario.round.min_clients if scenario is not None else 1
     starved = sum(1 for row in rows if row.get("failed") and (row.get("selected") or 0) < need)
+    size = scenario.population.size if scenario is not None else None
+    if starved and size and rows and (rows[-1].get("expelled") or 0) >= size:
+        return "freeloader detection expelled every client (see the warning before)"
     if starved and 2 * starved >= totals["rounds_failed"]:
         return (
             f"in {starved:,} failed rounds fewer clients than round.min_clients were online "
