@@ -66,7 +66,7 @@ FIGURES = (
     "time_to_target_s",
 )
 
-pytestmark = pytest.mark.skipif(
+needs_mnist = pytest.mark.skipif(
     not os.environ.get("FEDJOULE_DATA_DIR"), reason="the tutorial trains on MNIST"
 )
 
@@ -102,6 +102,7 @@ def test_the_blocks_are_what_they_say():
     assert [code for lang, code in found if lang == "yaml"] == [SCENARIO.read_text()]
     install = [code for lang, code in found if lang == "sh"]
     assert "make run" in install[0] and len(install) == 2
+    assert not any(line.startswith("fedjoule") for code in install for line in code.splitlines())
     assert {lang for lang, _ in found} == {"sh", "bash", "python", "yaml", "text"}
     runnable = "".join(code for lang, code in found if lang in ("bash", "python"))
     for old, _ in SMALLER:
@@ -127,8 +128,10 @@ def smaller(code: str) -> str:
     return code
 
 
+@needs_mnist
 @pytest.mark.timeout(600)
 def test_the_tutorial_runs_with_small_budgets(tmp_path, monkeypatch, capsys):
+    """Every block in order, at the budgets of SMALL_SCENARIO and SMALLER (about 25 s)."""
     from fedjoule.cli import invoke
     from fedjoule.planning import backends
 
@@ -153,6 +156,7 @@ def test_the_tutorial_runs_with_small_budgets(tmp_path, monkeypatch, capsys):
     check_python(tmp_path, seeds=2)
 
 
+@needs_mnist
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_the_tutorial_runs_as_written(tmp_path):
