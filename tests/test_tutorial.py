@@ -239,7 +239,8 @@ def check_outputs(folder: Path, seeds: int, printed: str) -> None:
         (a, s) for a in ALGORITHMS for s in range(seeds)
     )
     fedavg0 = next(r for r in runs if r["algorithm"] == ALGORITHMS[0] and r["seed"] == 0)
-    assert {k: fedavg0[k] for k in FIGURES} == {k: first[k] for k in FIGURES}
+    # (equal here; pytest.approx for machines where another thread count rounds otherwise)
+    assert {k: fedavg0[k] for k in FIGURES} == pytest.approx({k: first[k] for k in FIGURES})
 
     # the means, their 95 % CIs (Student t over the seeds) and the fronts over the means
     aggregate = {row["algorithm"]: row for row in read_table(compare / "aggregate.csv")}
@@ -329,7 +330,7 @@ def check_python(folder: Path, seeds: int) -> None:
     assert [[r[c] for c in means] for r in api_means] == [[r[c] for c in means] for r in cli_means]
     one = json.loads((folder / OUT / "python-scaffold" / "summary.json").read_text())
     scaffold1 = cli[ALGORITHMS[2], 1]
-    assert {k: one[k] for k in FIGURES} == {k: scaffold1[k] for k in FIGURES}
+    assert {k: one[k] for k in FIGURES} == pytest.approx({k: scaffold1[k] for k in FIGURES})
     assert (
         len(read_table(folder / OUT / "python-scaffold" / "rounds.csv")) == one["rounds_completed"]
     )
