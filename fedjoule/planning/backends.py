@@ -6,8 +6,10 @@ give the same numbers on either backend (floating-point sums depend on the threa
 
 import json
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -115,7 +117,8 @@ def run_local(jobs: list[Job], workers: int | None, on_done: OnDone) -> None:
         initargs=(jobs[0].threads,),
     )
     try:
-        futures: dict[Future, Job] = {pool.submit(execute, job): job for job in jobs}
+        with caller_not_reimported():  # the workers start at the submissions
+            futures: dict[Future, Job] = {pool.submit(execute, job): job for job in jobs}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -126,6 +129,29 @@ def run_local(jobs: list[Job], workers: int | None, on_done: OnDone) -> None:
         stop_workers(pool)
         raise
     pool.shutdown()
+
+
+@contextmanager
+def caller_not_reimported() -> Iterator[None]:
+    """Spawned workers that do not import the caller's main module. Python's spawn runs
+    the main script again in every worker (as `__mp_main__`), so a script calling
+    `fedjoule.sweep` at its top level, without `if __name__ == "__main__":`, would start
+    the sweep again in each worker, which fails them all. The workers run fedjoule's own
+    `execute` on plain data and never need the caller's module: while they start, the
+    main module shows neither a path nor a module name to spawn (as in an interactive
+    session, where spawn imports nothing either)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    names = [k for k in ("__file__", "__spec__") if k in main.__dict__]
+    hidden = {k: main.__dict__.pop(k) for k in names}
+    main.__spec__ = None  # spawn reads it, so it must exist
+    try:
+        yield
+    finally:
+        del main.__spec__
+        main.__dict__.update(hidden)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:

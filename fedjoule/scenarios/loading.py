@@ -456,8 +456,9 @@ class _RawView:
                 raise Invalid(name)
             if not all(isinstance(item, dict) for item in value):
                 raise Invalid(name)
+            merge = getattr(sub, "raw_with_profile", None)  # a device class's profile
             return [
-                _RawView(sub, item, (*loc, i), self._bad, self._failed)
+                _RawView(sub, merge(item) if merge else item, (*loc, i), self._bad, self._failed)
                 for i, item in enumerate(value)
             ]
         if sub is not None:

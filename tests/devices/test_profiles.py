@@ -113,6 +113,19 @@ def test_cross_checks_see_the_profile_in_a_partly_invalid_file():
     assert "needs" not in text
 
 
+def test_the_population_checks_see_the_profiles_names_in_a_partly_invalid_file():
+    """Classes named by their profiles alone are not all taken for the default `phone`
+    when another field is wrong; the same profile twice is still a repeated name."""
+    two = "[{profile: phone-lte-midrange, share: 0.5}, {profile: rpi4-wifi, share: 0.5}]"
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", [f"population.device_classes={two}", "training.rounds=0"])
+    assert "training.rounds" in str(info.value) and "unique" not in str(info.value)
+    same = two.replace("rpi4-wifi", "phone-lte-midrange")
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", [f"population.device_classes={same}", "training.rounds=0"])
+    assert "repeated: ['phone-lte-midrange']" in str(info.value)
+
+
 def run_cli(capsys, *args) -> tuple[int, str, str]:
     code = cli.invoke(["profiles", *args])
     out, err = capsys.readouterr()
