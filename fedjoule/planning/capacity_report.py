@@ -32,6 +32,15 @@ def limits_text(deadline_s: float | None, energy_budget_j: float | None) -> str:
     return f"{deadline}, {budget}"
 
 
+def answer_interval(plan: dict) -> str:
+    """The CI of the seeds' answers: `± ci`, or `[0, hi]` where it would pass 0 (a
+    bandwidth, a client count or a concurrency is never negative)."""
+    mean, ci = plan["answer_mean"], plan["answer_ci95"]
+    if mean is None or ci is None or mean - ci >= 0:
+        return f"± {number(ci)}"
+    return f"[0, {number(mean + ci)}] (mean ± {number(ci)} cut at 0)"
+
+
 def with_ci(figures: dict, key: str) -> str:
     """`mean ± ci95` where the figures are seed means, else the value; an interval that
     would pass the figure's physical range (a fraction's [0, 1], a time's or an energy's
@@ -111,11 +120,10 @@ def print_capacity(console, scenario, plan: dict) -> None:
     if seeds:
         each = ", ".join(f"{s['seed']}: {number(s['answer'], 6)}" for s in plan["answers"])
         console.print(f"{search} per seed: {each}")
-        ci = plan["answer_ci95"]
         console.print(
             f"{search} over seeds: mean {number(plan['answer_mean'], 6)}, std "
-            f"{number(plan['answer_std'])}, 95 % CI ± {number(ci)} (n = {plan['answer_n']} "
-            "seeds with an answer)",
+            f"{number(plan['answer_std'])}, 95 % CI {answer_interval(plan)} "
+            f"(n = {plan['answer_n']} seeds with an answer)",
             style="bold",
         )
     which = "on the seed-mean figures: " if seeds else ""

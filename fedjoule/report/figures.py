@@ -21,6 +21,7 @@ local sweep spawns for its runs write the same formats.
 import json
 import math
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -267,7 +268,9 @@ def restyle(fig, style: str | None = None) -> None:
             fig._fedjoule_aspect = h / w
         plot_h = max(width * fig._fedjoule_aspect, 0.6 * width)
         fig.set_size_inches(width, plot_h)
-        fig.tight_layout()
+        with warnings.catch_warnings():  # (a tall legend: the figure grows for it below)
+            warnings.filterwarnings("ignore", message="Tight layout not applied")
+            fig.tight_layout()
         # room for legends above or beside the axes: the figure grows by their height
         renderer = fig.canvas.get_renderer()
         extra = 0.0

@@ -316,3 +316,19 @@ def test_a_class_that_never_takes_part_is_written_as_null_not_nan(tmp_path):
     assert never == ["iot"]
     assert per_class["iot"]["battery_drain_j_per_day"] == 0.0
     assert per_class["phone"]["energy_per_participation_j"] > 0
+
+
+def test_the_seeds_answer_interval_is_cut_at_zero():
+    """capacity's answer over seeds: `± ci` inside the physical range, else cut at 0
+    (seeds of the tutorial: 120, 140 and 522 kHz, n = 3, t = 4.303)."""
+    import statistics
+
+    from fedjoule.planning.capacity_report import answer_interval
+
+    answers = [120e3, 140e3, 522e3]
+    mean, std = statistics.mean(answers), statistics.stdev(answers)
+    ci = 4.302652729911275 * std / 3**0.5
+    assert mean - ci < 0  # the case the tutorial met
+    shown = answer_interval({"answer_mean": mean, "answer_ci95": ci})
+    assert shown == f"[0, {mean + ci:.4g}] (mean ± {ci:.4g} cut at 0)"
+    assert answer_interval({"answer_mean": 5.0, "answer_ci95": 1.0}) == "± 1"
