@@ -7,7 +7,6 @@ algorithm, and PDF/SVG copies on request."""
 import csv
 import math
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -26,20 +25,6 @@ from fedjoule.scenarios.loading import load_scenario  # noqa: E402
 from fedjoule.simulator.run import run_scenario  # noqa: E402
 
 PDF, SVG, PNG = b"%PDF-", b"<svg", b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture
-def captured(monkeypatch):
-    """Every figure saved through figures.save_plot, by file name (still written)."""
-    figs: dict[str, object] = {}
-    original = figures.save_plot
-
-    def keep(fig, path, *args, **kwargs):
-        figs[Path(path).name] = fig
-        return original(fig, path, *args, **kwargs)
-
-    monkeypatch.setattr(figures, "save_plot", keep)
-    return figs
 
 
 def lines_by_label(ax) -> dict:

@@ -36,20 +36,6 @@ from fedjoule.seeds import interval
 T1 = stats.t.ppf(0.975, 1)  # 12.7: the t of 2 seeds
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """Every figure saved through figures.save_plot, by file name (still written)."""
-    figs: dict[str, object] = {}
-    original = figures.save_plot
-
-    def keep(fig, path, *args, **kwargs):
-        figs[Path(path).name] = fig
-        return original(fig, path, *args, **kwargs)
-
-    monkeypatch.setattr(figures, "save_plot", keep)
-    return figs
-
-
 # (final accuracy, energy to target, time to target) per seed; fedprox equals fedavg
 RUNS = {
     "fedavg": [(0.02, 0.40, 1.0), (0.0, 0.50, 1.2)],
