@@ -440,6 +440,7 @@ def run(
         )
     print_summary(summary)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+    print_tracked(out_dir)
 
 
 def resume_message(out: Path, first_round: int, total: int) -> str:
@@ -500,6 +501,7 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
         )
     print_summary(summary)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
+    print_tracked(out_dir)
 
 
 def print_warnings(scenario) -> None:
@@ -675,6 +677,15 @@ def sweep(
         Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),
         soft_wrap=True,
     )
+    print_tracked(result.out)
+
+
+def print_tracked(out: Path) -> None:
+    """Where a run, sweep or plan was tracked (--track), and how to open it."""
+    from fedjoule.tracking.session import where_tracked
+
+    for line in where_tracked(out):
+        console.print(Text.assemble("tracked: ", line), soft_wrap=True)
 
 
 def sweep_title(objective) -> str:
@@ -1003,6 +1014,7 @@ def plan(
         ),
         soft_wrap=True,
     )
+    print_tracked(result.out)
 
 
 @app.command()

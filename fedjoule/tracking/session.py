@@ -181,3 +181,30 @@ def start_parent(section, out: Path, name: str, hyper: dict) -> Tracked | None:
     tracked = Tracked(section, tracking_folder(section, out), experiment, out)
     tracked.start(name, hyper, None, 0)
     return tracked
+
+
+def where_tracked(out: Path) -> list[str]:
+    """Lines saying where the run (or sweep, or plan) in `out` was tracked and how to open
+    it (docs/tracking.md), from its tracking.json; none when it was not tracked."""
+    try:
+        trackers = json.loads((Path(out) / STATE).read_text())["trackers"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    lines = []
+    for name, state in trackers.items():
+        state = state if isinstance(state, dict) else {}
+        if name == "tensorboard" and "dir" in state:
+            logdir = Path(state["dir"]).parent
+            lines.append(f"tensorboard: {state['dir']} (tensorboard --logdir {logdir})")
+        elif name == "mlflow" and "uri" in state:
+            lines.append(
+                f"mlflow: run {state.get('run_id')} in {state['uri']} (MLFLOW_ALLOW_FILE_STORE="
+                f"true mlflow ui --backend-store-uri {state['uri']})"
+            )
+        elif name == "wandb" and "dir" in state:
+            lines.append(f"wandb (offline): {state['dir']} (wandb sync {state['dir']})")
+        elif "dir" in state:
+            lines.append(f"{name}: {state['dir']}")
+        else:
+            lines.append(f"{name}: tracked")
+    return lines
