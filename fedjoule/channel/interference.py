@@ -27,7 +27,7 @@ import numpy as np
 import simpy
 
 from fedjoule.channel.link import Link
-from fedjoule.channel.medium import TransmissionAborted, _check_bits, finished_now
+from fedjoule.channel.medium import RateSharing, TransmissionAborted, _check_bits
 from fedjoule.errors import FedjouleError
 
 REUSE_FACTORS = (1, 3, 4, 7)
@@ -124,7 +124,7 @@ class _Flow:
         self.nominal_min = math.inf  # the minimum SINR on that band
 
 
-class CochannelNetwork:
+class CochannelNetwork(RateSharing):
     """Every cell's transmissions of one direction in one round, with their SINRs.
 
     `cross_gain(client, cell)`: uplink, the client's gain to `cell`'s base station;
@@ -146,16 +146,13 @@ class CochannelNetwork:
     ) -> None:
         if not bandwidth_hz > 0:
             raise FedjouleError(f"the bandwidth must be > 0 Hz, got {bandwidth_hz}")
-        self.env = env
+        super().__init__(env)
         self.bandwidth_hz = float(bandwidth_hz)
         self.cochannel = np.asarray(cochannel, dtype=bool)
         self.cross_gain = cross_gain
         self.access = access
         self.bs_power_w = float(bs_power_w)
         self.channels = {"tdma": 1, "ofdma": int(resource_blocks)}.get(access)
-        self._flows: list[_Flow] = []
-        self._last_update_s = env.now
-        self._generation = 0
         self._resources: dict[int, simpy.Resource] = {}
         self._gain_cache: dict[tuple[int, int], float] = {}
 
@@ -173,21 +170,21 @@ class CochannelNetwork:
     def _bands(self) -> list[float]:
         if self.access == "fdma":
             count: dict[int, int] = {}
-            for flow in self._flows:
+            for flow in self._transfers:
                 count[flow.cell] = count.get(flow.cell, 0) + 1
-            return [self.bandwidth_hz / count[f.cell] for f in self._flows]
+            return [self.bandwidth_hz / count[f.cell] for f in self._transfers]
         if self.access == "broadcast":
-            return [self.bandwidth_hz] * len(self._flows)
-        return [f.band_hz for f in self._flows]
+            return [self.bandwidth_hz] * len(self._transfers)
+        return [f.band_hz for f in self._transfers]
 
     def _interference_w(self, flow: _Flow, band_hz: float) -> float:
         """Interference power in `flow`'s band from the co-channel transmissions now."""
         row = self.cochannel[flow.cell]
         if self.access == "broadcast":  # the other stations broadcasting now, full band
-            stations = {f.cell for f in self._flows if row[f.cell]}
+            stations = {f.cell for f in self._transfers if row[f.cell]}
             return sum(self.bs_power_w * self._gain(flow.client, c) for c in stations)
         total_w = 0.0
-        for other in self._flows:
+        for other in self._transfers:
             if row[other.cell]:
                 total_w += other.link.tx_power_w * self._gain(other.client, flow.cell)
         return total_w * band_hz / self.bandwidth_hz
@@ -199,60 +196,23 @@ class CochannelNetwork:
         return signal_w / (noise_w + self._interference_w(flow, band_hz))
 
     # --------------------------------------------------------------------- the events
-    def _advance(self) -> None:
-        elapsed_s = self.env.now - self._last_update_s
-        if elapsed_s > 0:
-            for flow in self._flows:
-                flow.remaining_bits -= flow.rate_bps * elapsed_s
-                flow.sinr_time += flow.sinr * elapsed_s
-        self._last_update_s = self.env.now
+    def _sent_for(self, elapsed_s: float) -> None:
+        for flow in self._transfers:
+            flow.sinr_time += flow.sinr * elapsed_s
 
-    def _rearm(self) -> None:
-        self._generation += 1
-        if not self._flows:
-            return
-        next_s = math.inf
-        for flow, band_hz in zip(self._flows, self._bands(), strict=True):
+    def _rates(self) -> list[float]:
+        rates = []
+        for flow, band_hz in zip(self._transfers, self._bands(), strict=True):
             flow.sinr = self.sinr(flow, band_hz)
             flow.sinr_min = min(flow.sinr_min, flow.sinr)
             if flow.nominal_band_hz is not None:
                 flow.nominal_min = min(flow.nominal_min, self.sinr(flow, flow.nominal_band_hz))
             link = flow.link
             if link.fixed_se_bps_per_hz is not None:
-                rate_bps = band_hz * link.fixed_se_bps_per_hz
+                rates.append(band_hz * link.fixed_se_bps_per_hz)
             else:  # Shannon on the SINR
-                rate_bps = band_hz * math.log2(1.0 + flow.sinr)
-            if flow.on_rate is not None and rate_bps != flow.rate_bps:
-                flow.on_rate(rate_bps)
-            flow.rate_bps = rate_bps
-            if rate_bps > 0:
-                next_s = min(next_s, max(0.0, flow.remaining_bits) / rate_bps)
-        if next_s == math.inf:
-            return
-        timer = self.env.timeout(next_s)
-        generation = self._generation
-        timer.callbacks.append(lambda _event: self._wake(generation))
-
-    def _wake(self, generation: int) -> None:
-        if generation != self._generation:
-            return
-        self._advance()
-        for flow in finished_now(self._flows):
-            self._flows.remove(flow)
-            flow.remaining_bits = 0.0
-            flow.done.succeed()
-        self._rearm()
-
-    def _join(self, flow: _Flow) -> None:
-        self._advance()
-        self._flows.append(flow)
-        self._rearm()
-
-    def _leave(self, flow: _Flow) -> None:
-        if flow in self._flows:
-            self._advance()
-            self._flows.remove(flow)
-            self._rearm()
+                rates.append(band_hz * math.log2(1.0 + flow.sinr))
+        return rates
 
     def resource(self, cell: int) -> simpy.Resource:
         if cell not in self._resources:

@@ -65,7 +65,77 @@ class _Transfer:
         self.on_rate = on_rate  # called with the new rate whenever it changes
 
 
-class FdmaMedium:
+class RateSharing:
+    """Transfers that share a medium at rates that change only when one joins, finishes or
+    leaves: on every change the remaining bits are brought up to date at the old rates,
+    the rates recomputed (`_rates`, the medium's rule) and one wake-up timer re-armed for
+    the next finish. Transfers: anything with remaining_bits, rate_bps, on_rate, done."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self._transfers: list = []
+        self._last_update_s = env.now
+        self._generation = 0  # bumped on every change; older wake-ups are ignored
+
+    def _rates(self) -> list[float]:
+        """Each transfer's rate now (bit/s), in the order of self._transfers."""
+        raise NotImplementedError
+
+    def _sent_for(self, elapsed_s: float) -> None:
+        """Called as the transfers' bits are brought up to date over `elapsed_s` (a medium
+        that integrates more than bits over time does it here)."""
+
+    def _advance(self) -> None:
+        """Subtract the bits sent since the last change at the current rates."""
+        elapsed_s = self.env.now - self._last_update_s
+        if elapsed_s > 0:
+            for transfer in self._transfers:
+                transfer.remaining_bits -= transfer.rate_bps * elapsed_s
+            self._sent_for(elapsed_s)
+        self._last_update_s = self.env.now
+
+    def _rearm(self) -> None:
+        """Recompute the rates and schedule a wake-up at the next finish."""
+        self._generation += 1
+        if not self._transfers:
+            return
+        next_s = float("inf")
+        for transfer, rate_bps in zip(self._transfers, self._rates(), strict=True):
+            if transfer.on_rate is not None and rate_bps != transfer.rate_bps:
+                transfer.on_rate(rate_bps)
+            transfer.rate_bps = rate_bps
+            if rate_bps > 0:
+                next_s = min(next_s, max(0.0, transfer.remaining_bits) / rate_bps)
+        if next_s == float("inf"):
+            return  # nobody can make progress; only an interrupt ends these transfers
+        timer = self.env.timeout(next_s)
+        generation = self._generation
+        timer.callbacks.append(lambda _event: self._wake(generation))
+
+    def _wake(self, generation: int) -> None:
+        if generation != self._generation:
+            return  # the medium changed after this wake-up was armed
+        self._advance()
+        for transfer in finished_now(self._transfers):
+            self._transfers.remove(transfer)
+            transfer.remaining_bits = 0.0
+            transfer.done.succeed()
+        self._rearm()
+
+    def _join(self, transfer) -> None:
+        self._advance()
+        self._transfers.append(transfer)
+        self._rearm()
+
+    def _leave(self, transfer) -> None:
+        """Take an aborted transfer off the medium (nothing if it had finished)."""
+        if transfer in self._transfers:
+            self._advance()
+            self._transfers.remove(transfer)
+            self._rearm()
+
+
+class FdmaMedium(RateSharing):
     """Band `bandwidth_hz` split equally among the transmitters active at each moment.
 
     Exact processor sharing: with n active transmitters each sends at
@@ -77,11 +147,8 @@ class FdmaMedium:
     def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
         if not bandwidth_hz > 0:
             raise FedjouleError(f"the uplink bandwidth must be > 0 Hz, got {bandwidth_hz}")
-        self.env = env
+        super().__init__(env)
         self.bandwidth_hz = float(bandwidth_hz)
-        self._transfers: list[_Transfer] = []
-        self._last_update_s = env.now
-        self._generation = 0  # bumped on every change; older wake-ups are ignored
 
     @property
     def active_count(self) -> int:
@@ -112,58 +179,19 @@ class FdmaMedium:
         if on_start is not None:
             on_start()
         transfer = _Transfer(bits, link, self.env.event(), on_rate)
-        self._advance()
-        self._transfers.append(transfer)
-        self._rearm()
+        self._join(transfer)
         try:
             yield transfer.done
         except simpy.Interrupt as interrupt:
-            if transfer in self._transfers:
-                self._advance()
-                self._transfers.remove(transfer)
-                self._rearm()
+            self._leave(transfer)
             raise TransmissionAborted(
                 self.env.now - start_s, interrupt.cause, bits - transfer.remaining_bits
             ) from interrupt
         return self.env.now - start_s
 
-    def _advance(self) -> None:
-        """Subtract the bits sent since the last change at the current rates."""
-        elapsed_s = self.env.now - self._last_update_s
-        if elapsed_s > 0:
-            for transfer in self._transfers:
-                transfer.remaining_bits -= transfer.rate_bps * elapsed_s
-        self._last_update_s = self.env.now
-
-    def _rearm(self) -> None:
-        """Recompute the rates and schedule a wake-up at the next finish."""
-        self._generation += 1
-        if not self._transfers:
-            return
+    def _rates(self) -> list[float]:
         share_hz = self.bandwidth_hz / len(self._transfers)
-        next_s = float("inf")
-        for transfer in self._transfers:
-            rate_bps = transfer.link.rate_bps(share_hz)
-            if transfer.on_rate is not None and rate_bps != transfer.rate_bps:
-                transfer.on_rate(rate_bps)
-            transfer.rate_bps = rate_bps
-            if transfer.rate_bps > 0:
-                next_s = min(next_s, max(0.0, transfer.remaining_bits) / transfer.rate_bps)
-        if next_s == float("inf"):
-            return  # nobody can make progress; only an interrupt ends these transfers
-        timer = self.env.timeout(next_s)
-        generation = self._generation
-        timer.callbacks.append(lambda _event: self._wake(generation))
-
-    def _wake(self, generation: int) -> None:
-        if generation != self._generation:
-            return  # the medium changed after this wake-up was armed
-        self._advance()
-        for transfer in finished_now(self._transfers):
-            self._transfers.remove(transfer)
-            transfer.remaining_bits = 0.0
-            transfer.done.succeed()
-        self._rearm()
+        return [transfer.link.rate_bps(share_hz) for transfer in self._transfers]
 
 
 def finished_now(transfers: list) -> list:
