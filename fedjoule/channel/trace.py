@@ -184,17 +184,16 @@ def _number(text: str, where: str, line: int, column) -> float:
     return value
 
 
+def section_arguments(section) -> tuple:
+    """read_trace's arguments but the field name, from one `channel.trace.uplink|downlink`
+    section (hashable: a cache can key on them)."""
+    return (section.file, section.column, section.time_column, section.unit, section.scale,
+            section.loop)
+
+
 def load_section(section, field: str) -> ThroughputTrace:
     """The ThroughputTrace of one `channel.trace.uplink|downlink` section."""
-    return read_trace(
-        section.file,
-        section.column,
-        section.time_column,
-        section.unit,
-        section.scale,
-        section.loop,
-        field,
-    )
+    return read_trace(*section_arguments(section), field)
 
 
 def client_offsets_s(trace: ThroughputTrace, kind: str, gen, n_clients: int) -> np.ndarray:

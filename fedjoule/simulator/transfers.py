@@ -20,7 +20,13 @@ from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, re
 from fedjoule.channel.link import Link, airtime_s
 from fedjoule.channel.medium import make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
-from fedjoule.channel.trace import ThroughputTrace, TraceMedium, client_offsets_s, read_trace
+from fedjoule.channel.trace import (
+    ThroughputTrace,
+    TraceMedium,
+    client_offsets_s,
+    read_trace,
+    section_arguments,
+)
 from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.battery import budget_j
 from fedjoule.devices.fedscale import load_capacity
@@ -303,19 +309,8 @@ def link_traces(channel) -> tuple:
     out = []
     for side in ("uplink", "downlink"):
         section = getattr(channel.trace, side)
-        out.append(
-            None
-            if section is None
-            else _read_trace(
-                section.file,
-                section.column,
-                section.time_column,
-                section.unit,
-                section.scale,
-                section.loop,
-                f"channel.trace.{side}",
-            )
-        )
+        field = f"channel.trace.{side}"
+        out.append(None if section is None else _read_trace(*section_arguments(section), field))
     return tuple(out)
 
 
