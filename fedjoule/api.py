@@ -657,8 +657,7 @@ def run(
         )
     if resume and overrides:
         raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
-    if backends:
-        overrides = {**(overrides or {}), "tracking.backends": backends}
+    overrides = _with_tracking(overrides, backends)
     if resume and out is None:
         raise FedjouleError("resume=True needs the run folder to continue: out=...")
     loaded = None
@@ -828,8 +827,7 @@ def sweep(
     if seed_list is not None and "seed" in axes:
         raise arguments.ArgumentError("seeds=...: seed is then an axis; leave it out of axes")
     backends = arguments.tracking("track", track)
-    if backends:
-        overrides = {**(overrides or {}), "tracking.backends": backends}
+    overrides = _with_tracking(overrides, backends)
 
     options = _sweep_options(
         backend,
@@ -883,6 +881,14 @@ def sweep(
         say(f"warning: {warning}")
     say(f"results in {folder}")
     return SweepResult.from_folder(folder)
+
+
+def _with_tracking(
+    overrides: Mapping[str, Any] | None, backends: list[str] | None
+) -> Mapping[str, Any] | None:
+    """`overrides` with track='s backends as the scenario's tracking.backends (the API's
+    form of arguments.tracking_override)."""
+    return {**(overrides or {}), "tracking.backends": backends} if backends else overrides
 
 
 def _numbers_text(values: Sequence[Any], kind: type, what: str) -> str:
@@ -962,8 +968,7 @@ def plan(
     seed_list = arguments.seeds("seeds", seeds)
     style = arguments.plot_style("plot_style", plot_style)
     backends = arguments.tracking("track", track)
-    if backends:
-        overrides = {**(overrides or {}), "tracking.backends": backends}
+    overrides = _with_tracking(overrides, backends)
 
     snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
     bandwidths = parse_numbers(
