@@ -1214,6 +1214,11 @@ class RoundSection(Section):
 
 
 def _positions(v) -> Iterator[tuple[str, str]]:
+    if v.layout == "single" and v.cells != 1:  # (else the cells asked for silently vanish)
+        yield "cells", (
+            f"layout=single has one base station, so cells={v.cells} would be ignored; "
+            "set topology.layout to hexagonal or grid for several cells"
+        )
     if v.layout == "positions":
         positions = v.bs_positions_m
         if not positions or any(len(p) != 2 for p in positions):

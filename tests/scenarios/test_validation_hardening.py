@@ -538,3 +538,15 @@ def test_rare_participation_is_warned():
     )
     (warning,) = plausibility_warnings(s)
     assert "training.participation_prob = 0.0001" in warning and "redrawn" in warning
+
+
+def test_several_cells_need_a_layout_that_has_them():
+    """topology.cells with the default single layout was silently one cell: refused,
+    naming the field, the value and the layouts that place several cells."""
+    with pytest.raises(FedjouleError) as caught:
+        load_scenario("default", ["topology.cells=3"])
+    message = str(caught.value)
+    assert "topology.cells" in message and "cells=3" in message
+    assert "hexagonal or grid" in message
+    hexagonal = load_scenario("default", ["topology.layout=hexagonal", "topology.cells=3"])
+    assert hexagonal.topology.n_cells == 3
