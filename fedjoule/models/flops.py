@@ -4,8 +4,11 @@ Conventions (docs/learning-models.md):
 
 - a multiply-add is 2 FLOPs: a Linear or matrix product (m x k) @ (k x n) is 2mkn, a
   convolution 2 per multiply-add of its kernel; bias additions are not counted (torch's
-  FlopCounterMode, torch.utils.flop_counter, whose formulas are used for matrix products,
-  convolutions and attention);
+  FlopCounterMode, torch.utils.flop_counter, whose formulas are used for matrix products
+  and convolutions);
+- scaled dot-product attention, in whichever fused kernel torch dispatches to: per query
+  head 2·L·S·E for the scores and 2·L·S·Ev for the weighted sum (the math fallback runs as
+  those two matrix products);
 - recurrent layers (LSTM, GRU, RNN run as one fused operator, which torch's counter does
   not know and would count as 0): 2 FLOPs per multiply-add of the input and hidden
   projections, per step, per layer and direction, i.e. 2 x tokens x (the elements of every
@@ -162,6 +165,17 @@ def _norm_flops(weight_index: int) -> Callable:
     return flops
 
 
+def attention_flops(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+    """Scaled dot-product attention, whichever fused kernel torch dispatches to: per query
+    head, the scores Q K^T (2 L S E) and their weighted sum of V (2 L S Ev); the softmax,
+    scaling and masking are elementwise (0). Shapes (..., L, E), (..., S, E), (..., S, Ev);
+    the leading dimensions are the query's batch and heads (with grouped-query attention
+    the keys have fewer heads, the work is per query head)."""
+    *batch_heads, length_q, depth = query_shape
+    length_k, depth_v = key_shape[-2], value_shape[-1]
+    return 2 * math.prod(batch_heads) * length_q * length_k * (depth + depth_v)
+
+
 def _zero_flops(*args, **kwargs) -> int:
     return 0
 
@@ -195,6 +209,19 @@ FLOP_FORMULAS: dict = {
     # (input, normalized_shape, weight, ...)
     **dict.fromkeys(_packets("native_layer_norm", "rms_norm", "_fused_rms_norm"), _norm_flops(2)),
     **dict.fromkeys(_packets("embedding"), _zero_flops),
+    # every fused attention kernel this torch has (flash for CPU, flash, efficient, cuDNN,
+    # the overrideable one, MPS's): (query, key, value, ...); the math fallback decomposes
+    # into matrix products, which torch counts
+    **dict.fromkeys(
+        _packets(
+            *(
+                name
+                for name in dir(aten)
+                if name.startswith("_scaled_dot_product_") and not name.endswith("_backward")
+            )
+        ),
+        attention_flops,
+    ),
 }
 
 # Operators that cost (next to) nothing: views, shapes, copies, tensor creation, indexing,

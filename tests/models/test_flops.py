@@ -2,6 +2,8 @@
 that counts everything, right where it misses work (fused recurrent layers), and an error,
 never a silent 0, for an operator nobody can count."""
 
+import contextlib
+
 import pytest
 import torch
 from torch import nn
@@ -9,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from fedjoule.errors import FedjouleError
 from fedjoule.models import build_model
-from fedjoule.models.flops import forward_flops_per_sample
+from fedjoule.models.flops import FLOP_FORMULAS, attention_flops, forward_flops_per_sample
 from fedjoule.scenarios.schema import ModelSection
 
 
@@ -138,6 +140,52 @@ def test_attention_is_counted_not_skipped_by_the_inference_fast_path():
     attention = 2 * 2 * 5 * 5 * 16  # scores and weighted sum, 2 heads of 8
     norms = 2 * 5 * 5 * 16
     assert forward_flops_per_sample(layer, example) == projections + attention + norms
+
+
+ATTENTION_KERNELS = sorted(
+    n
+    for n in dir(torch.ops.aten)
+    if n.startswith("_scaled_dot_product_") and not n.endswith("_backward")
+)
+
+
+@pytest.mark.parametrize("kernel", ATTENTION_KERNELS)
+def test_every_fused_attention_kernel_is_counted(kernel):
+    # on meta tensors every kernel runs here, whichever device it is built for: 2 batches,
+    # 3 heads, 5 queries, 7 keys, depth 8 -> scores 2*L*S*E plus weighted sum 2*L*S*Ev
+    q, k, v = (
+        torch.zeros(shape, device="meta") for shape in [(2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)]
+    )
+    extra = (None, False) if ("cudnn" in kernel or "efficient" in kernel) else ()
+    with FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS) as counter:
+        getattr(torch.ops.aten, kernel)(q, k, v, *extra)
+    assert counter.get_total_flops() == 2 * 2 * 3 * 5 * 7 * (8 + 8) == 6720
+
+
+class Attention(nn.Module):
+    def __init__(self, depth_v: int) -> None:
+        super().__init__()
+        self.depth_v = depth_v
+
+    def forward(self, x):  # queries from x; keys and values of another length
+        q = x.reshape(1, 2, 5, 6)
+        k = torch.ones((1, 2, 7, 6))
+        v = torch.ones((1, 2, 7, self.depth_v))
+        return nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize(
+    ("depth_v", "backend"),
+    [(6, None), (4, "MATH"), (6, "MATH")],  # equal depths: the fused flash kernel for CPU
+)
+def test_attention_counts_the_same_on_the_kernels_this_cpu_reaches(depth_v, backend):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    expected = 2 * 2 * 5 * 7 * (6 + depth_v)  # 2 heads, each 2 L S E + 2 L S Ev
+    assert attention_flops((1, 2, 5, 6), (1, 2, 7, 6), (1, 2, 7, depth_v)) == expected
+    kernels = sdpa_kernel(getattr(SDPBackend, backend)) if backend else contextlib.nullcontext()
+    with kernels:
+        assert forward_flops_per_sample(Attention(depth_v), torch.zeros((1, 60))) == expected
 
 
 def test_mobilenet_v3_small_counts_within_a_few_percent_of_torch():
