@@ -779,7 +779,7 @@ def sweep(
 
     axes (or grid=, the same): {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5],
     "seed": [0, 1]}. Algorithms as values: {"algorithm": ["fedavg", "fedprox:mu=0.1",
-    {"name": "scaffold", "server_lr": 0.5}]} (presets, README "Sweeps"); a setting axis
+    {"name": "scaffold", "server_lr": 0.5}]} (presets, docs/sweeps.md); a setting axis
     {"algorithm.mu": [0.01, 0.1]} multiplies only the grid's algorithms that have `mu`.
     overrides: {dotted.key: value} applied to every run (not an axis key). backend: local
     (a process pool) or ray (address: a cluster; default a local Ray). workers: runs at
