@@ -608,7 +608,7 @@ def run(
     track: str | Sequence[str] | None = None,
 ) -> RunResult:
     """Run a scenario (`fedjoule run`): rounds.csv, clients.csv, summary.json, plots and a
-    checkpoint in `out` (default runs/<name>-<time>); returns its results.
+    checkpoint in `out` (default `runs/<name>-<time>`); returns its results.
 
     scenario: a Scenario, a built-in name or a YAML file (None: "default"); with
     `resume=True`, None continues the run in `out` as recorded (a scenario given must be
@@ -774,12 +774,12 @@ def sweep(
 ) -> SweepResult:
     """Run a scenario over the cartesian product of `axes` (`fedjoule sweep`): one run
     folder per point in out/runs, sweep.csv, sweep.json and Pareto plots in `out` (default
-    sweeps/<name>-<time>). Give the same `out` again to finish an interrupted sweep:
+    `sweeps/<name>-<time>`). Give the same `out` again to finish an interrupted sweep:
     finished runs are skipped, partial ones resumed.
 
     axes (or grid=, the same): {dotted.key: [values]}, e.g. {"training.local_steps": [1, 5],
     "seed": [0, 1]}. Algorithms as values: {"algorithm": ["fedavg", "fedprox:mu=0.1",
-    {"name": "scaffold", "server_lr": 0.5}]} (presets, README "Sweeps"); a setting axis
+    {"name": "scaffold", "server_lr": 0.5}]} (presets, docs/sweeps.md); a setting axis
     {"algorithm.mu": [0.01, 0.1]} multiplies only the grid's algorithms that have `mu`.
     overrides: {dotted.key: value} applied to every run (not an axis key). backend: local
     (a process pool) or ray (address: a cluster; default a local Ray). workers: runs at
@@ -933,7 +933,7 @@ def plan(
 ) -> PlanResult:
     """The energy-optimal number of local steps K* over a grid of SNR and uplink bandwidth
     (`fedjoule plan`): plan.csv, plan.json, kstar_heatmap.png and energy_vs_k.png in `out`
-    (default plans/<name>-<time>; give it again to resume an interrupted plan's runs).
+    (default `plans/<name>-<time>`; give it again to resume an interrupted plan's runs).
 
     The scenario needs a target (training.target_value). k: local steps to compare;
     snr_db, bandwidth_hz: the channel grid; max_rounds: rounds cap of every learning run
@@ -1036,7 +1036,7 @@ def capacity(
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> CapacityResult:
     """Capacity planning without training (`fedjoule capacity`): capacity.csv (every
-    candidate evaluated) and capacity.json in `out` (default runs/<name>-capacity-<time>).
+    candidate evaluated) and capacity.json in `out` (default `runs/<name>-capacity-<time>`).
 
     search: clients_per_round (the largest m meeting the limits), uplink_bandwidth_hz (the
     smallest B, to 0.1 %), concurrency (the largest protocol.concurrency, for protocol.kind

@@ -1301,9 +1301,9 @@ def options(
 
 
 def main() -> None:
-    """The `fedjoule` program. Exit codes (README.md): 0 done, 1 environment failure (disk
-    full, ...) or internal error, 2 usage or input mistake, 3 the run diverged, 130
-    interrupted (Ctrl-C), 143 terminated (SIGTERM)."""
+    """The `fedjoule` program. Exit codes (docs/command-line.md): 0 done, 1 environment
+    failure (disk full, ...) or internal error, 2 usage or input mistake, 3 the run
+    diverged, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)."""
     sys.exit(invoke())
 
 

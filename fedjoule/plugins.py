@@ -5,7 +5,7 @@ A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relat
 the scenario file's folder, then to the working folder) or `package.module:name` (an
 importable module). Loading it runs that Python code, exactly as running a script
 would, so what a scenario file may name is bounded by what the user opted into
-(`PluginTrust`; README.md, "Plug-in trust"):
+(`PluginTrust`; docs/plugins.md#plug-in-trust):
 
 - a plug-in file is run only when it lies inside the scenario file's folder tree, or
   inside a folder the user allowed

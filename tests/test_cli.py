@@ -1,5 +1,5 @@
 """The command line: usage mistakes, interruptions, literal user text, safe output folders
-and exit codes (README.md, "Exit codes")."""
+and exit codes (docs/command-line.md, "Messages and exit codes")."""
 
 import errno
 import os

@@ -32,7 +32,7 @@ HTML_ANCHOR = re.compile(r"<a\s[^>]*(?:id|name)=[\"']([^\"']+)[\"']", re.IGNOREC
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
-# `docs/models.md#path-loss`, `README.md#what-a-round-is` named in code or text
+# `docs/models.md#path-loss`, `README.md#install` named in code or text
 DOC_MENTION = re.compile(
     r"(?<![\w/.-])((?:docs/[\w./-]*|benchmarks/[\w./-]*|README)\.md)(?:#([\w-]+))?"
 )

@@ -1,5 +1,5 @@
-"""The README lists every column rounds.csv has, in order (what a user reads is what the
-file holds)."""
+"""docs/outputs.md (the page the README points to for the run files) lists every column
+rounds.csv has, in order (what a user reads is what the file holds)."""
 
 import csv
 import json
@@ -9,18 +9,18 @@ from pathlib import Path
 from fedjoule.report.results import ROUND_COLUMNS
 from fedjoule.report.table import read_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+OUTPUTS = Path(__file__).resolve().parents[1] / "docs" / "outputs.md"
 
 
 def test_readme_lists_every_rounds_csv_column():
-    text = README.read_text()
+    text = OUTPUTS.read_text()
     section = text[text.index("## rounds.csv") :]
     listed = re.search(r"`([^`]*)`", section)[1]
     assert [c.strip() for c in listed.split(",")] == ROUND_COLUMNS
 
 
 def readme_columns() -> list[str]:
-    text = README.read_text()
+    text = OUTPUTS.read_text()
     listed = re.search(r"`([^`]*)`", text[text.index("## rounds.csv") :])[1]
     return [c.strip() for c in listed.split(",")]
 
@@ -39,9 +39,9 @@ TACO = {  # no freeloaders; a low kappa makes TACO suspect benign clients at onc
 
 
 def test_written_headers_are_the_readme_list_and_taco_reports_its_expulsions(tmp_path):
-    """The header a default run and a TACO run write is README's list; TACO's expulsions
-    are reported without freeloaders: rounds.csv (so far, all benign) = summary.json =
-    clients.csv's flagged clients (issue 22)."""
+    """The header a default run and a TACO run write is docs/outputs.md's list; TACO's
+    expulsions are reported without freeloaders: rounds.csv (so far, all benign) =
+    summary.json = clients.csv's flagged clients (issue 22)."""
     import fedjoule
 
     tiny = {"training.rounds": 1, "population.size": 10, "round.min_clients": 1}

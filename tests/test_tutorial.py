@@ -7,7 +7,7 @@ their sizes from it) and the command sizes of SMALLER replaced, each text found 
 once in the tutorial; the commands go through `fedjoule.cli.invoke`, the entry point of
 `python -m fedjoule.cli`, in this process (a process per command would spend most of the
 test importing torch), and a sweep's runs run one after the other in this process rather
-than in a pool of fresh processes (the README: results do not depend on the worker
+than in a pool of fresh processes (docs/sweeps.md: results do not depend on the worker
 count). The slow test runs the tutorial at its own budgets, each command as `python -m
 fedjoule.cli` and the Python blocks as one script.
 

@@ -30,7 +30,7 @@ class FedDCConfig(AlgorithmConfig):
 
 
 class FedDC(Algorithm):
-    """Penalty alpha_i/2 |theta + h_i - w|^2 plus correction <theta, c/w_i - c_i>; 2 vectors."""
+    """Penalty alpha_i/2 |theta + h_i - w|^2 plus correction `<theta, c/w_i - c_i>`; 2 vectors."""
 
     name = "feddc"
     uplink_vectors = 2

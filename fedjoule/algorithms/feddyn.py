@@ -41,7 +41,7 @@ def client_alpha(config, size_weight, client_ids) -> torch.Tensor:
 
 
 class FedDyn(Algorithm):
-    """Local objective L_i - <g_i, theta> + alpha_i/2 |theta - w|^2; server correction -h/alpha."""
+    """Local objective L_i - `<g_i, theta>` + alpha_i/2 |theta-w|^2; server correction -h/alpha."""
 
     name = "feddyn"
     client_state = ("g_i",)

@@ -1,6 +1,6 @@
 """Sweep grids: `--grid key=v1,v2` parsing, validation before any run, stable run names.
 
-Algorithm settings are grid values in two forms (README, "Sweeps"):
+Algorithm settings are grid values in two forms (docs/sweeps.md):
 
     --grid algorithm=fedavg,fedprox:mu=0.1,scaffold   # presets: name[:key=value[:...]]
     --grid algorithm.mu=0.01,0.1                      # to the grid's algorithms with `mu`

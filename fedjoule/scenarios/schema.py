@@ -1342,7 +1342,7 @@ class OutputSection(Section):
     timeline_rounds: list[Annotated[Int, Field(ge=0, lt=MAX_ROUNDS)]] = Field(
         [],
         max_length=100,
-        description="Rounds (0-based) to draw as timeline_round_<r>.png: per client, "
+        description="Rounds (0-based) to draw as `timeline_round_<r>.png`: per client, "
         "download, compute, upload and waiting against simulated time (s); at most 100.",
     )
 

@@ -1,4 +1,4 @@
-"""The run: a SimPy server process plays the rounds (README.md, "What a round is").
+"""The run: a SimPy server process plays the rounds (docs/round.md).
 
 Each round: who is online -> selection -> all selected clients train in one vectorised
 call -> per-client SimPy processes (downlink, compute, uplink on the shared medium)

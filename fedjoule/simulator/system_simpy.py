@@ -12,7 +12,7 @@ from fedjoule.simulator.transfers import play_clients
 
 
 class SimpySystemSimulation(Simulation):
-    """Steps 1, 2, 4 and 6 of a round (README.md, "What a round is") on the SimPy
+    """Steps 1, 2, 4 and 6 of a round (docs/round.md) on the SimPy
     clock: availability, uniform selection, the clients' processes on the shared media,
     the ledger. No model, no data, no aggregation, no evaluation; freeloaders skip their
     computation as in a training run."""

@@ -35,5 +35,5 @@ def test_kstar_is_non_increasing_in_snr_and_bandwidth():
         "10": 43,
         "20": 39,
         "50": 23,
-    }  # the R(K) the README quotes
+    }  # the R(K) docs/plan.md quotes
     assert (EXAMPLE / "kstar_breakeven.png").exists()
