@@ -177,3 +177,102 @@ def test_seeds_are_the_same_rule_on_the_command_line_and_in_python():
     for bad in ([1.7, 2], [math.nan], True, "3", [True]):
         with pytest.raises(ArgumentTypeError):
             seeds("seeds", bad)
+
+
+# One hostile value per argument of every public function (issue 26): huge whole numbers,
+# non-finite floats, objects that are not data, iterables too long to materialise. Each
+# must be refused at once with one line naming the argument, before any folder is made.
+HUGE = 10**400  # beyond a float: float(HUGE) raises OverflowError
+ENDLESS = range(10**15)  # len() says it is too long; iterating it would take years
+PLUGINS = {"allow_module_plugins": 5, "allow_plugin_paths": ENDLESS}
+COMMON = {
+    "out": "",
+    "overrides": {"training.rounds": object()},
+    "quiet": "yes",
+    **PLUGINS,
+}
+MANY = {
+    "backend": "slurm",
+    "address": 5,
+    "workers": HUGE,
+    "threads_per_run": HUGE,
+    "device": "gpu",
+    "data_dir": 5,
+    "seeds": ENDLESS,
+    "plot_style": 5,
+    "track": "nope",
+}
+HOSTILE = {
+    "load_scenario": {"name_or_path": b"default", "overrides": {"seed": [object()]}, **PLUGINS},
+    "run": {
+        **COMMON,
+        "scenario": 3,
+        "on_round": 5,
+        "data_dir": 5,
+        "device": "gpu",
+        "executor": "fast",
+        "resume": 1,
+        "threads": HUGE,
+        "state_memory_mb": HUGE,
+        "plot_style": 5,
+        "track": "nope",
+    },
+    "sweep": {
+        **COMMON,
+        **MANY,
+        "scenario": 3,
+        "axes": {"seed": ENDLESS},
+        "grid": 5,
+        "pareto_accuracy": "best",
+        "pareto_to_target": "yes",
+        "ci": "z",
+    },
+    "plan": {
+        **COMMON,
+        **MANY,
+        "scenario": 3,
+        "k": ENDLESS,
+        "snr_db": [math.nan],
+        "bandwidth_hz": [HUGE],
+        "max_rounds": HUGE,
+        "cells": [(0,)],
+        "per_cell": "yes",
+    },
+    "capacity": {
+        **COMMON,
+        "scenario": 3,
+        "search": "fastest",
+        "deadline_s": HUGE,
+        "energy_budget_j": -HUGE,
+        "rounds": HUGE,
+        "quantile": math.nan,
+        "over": "days",
+        "seeds": ENDLESS,
+    },
+}
+CASES = [(f, name, value) for f, table in HOSTILE.items() for name, value in table.items()]
+
+
+def test_the_table_names_every_argument_of_every_public_function():
+    import inspect
+
+    for function, table in HOSTILE.items():
+        assert set(inspect.signature(getattr(fedjoule, function)).parameters) == set(table)
+
+
+@pytest.mark.parametrize(
+    ("function", "name", "value"), CASES, ids=[f"{f}-{n}" for f, n, _ in CASES]
+)
+def test_one_hostile_value_per_argument(tmp_path, function, name, value):
+    out = tmp_path / "out"
+    call = getattr(fedjoule, function)
+    if function == "load_scenario":
+        kwargs = {name: value}
+    else:
+        kwargs = {"scenario": "default", "out": out, "overrides": TINY, name: value}
+        if function == "sweep" and name not in ("axes", "grid"):
+            kwargs["axes"] = {"seed": [0]}
+    error = refused(lambda: call(**kwargs), out)
+    message = str(error)
+    assert message.startswith(name) or f" {name}=" in message, message
+    assert "\n" not in message and len(message) < 300, message
