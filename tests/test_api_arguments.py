@@ -276,3 +276,30 @@ def test_one_hostile_value_per_argument(tmp_path, function, name, value):
     message = str(error)
     assert message.startswith(name) or f" {name}=" in message, message
     assert "\n" not in message and len(message) < 300, message
+
+
+HUGE_TEXT = "9" * 30
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "default", "--threads", HUGE_TEXT],
+        ["run", "default", "--state-memory-mb", "1e400"],
+        ["run", "default", "--state-memory-mb", "nan"],
+        ["capacity", "default", "--rounds", HUGE_TEXT],
+        ["plan", "default", "--max-rounds", HUGE_TEXT],
+        ["sweep", "default", "--grid", "seed=0", "--workers", HUGE_TEXT],
+        ["sweep", "default", "--grid", "seed=0", "--threads-per-run", HUGE_TEXT],
+    ],
+    ids=lambda args: f"{args[0]}{args[-2]}",
+)
+def test_the_command_line_has_the_same_bounds(tmp_path, capsys, args):
+    """The options the API bounds by arguments.MAX_* are bounded alike on the command line
+    (a huge --threads was an internal error, a huge capacity --rounds a hang)."""
+    from fedjoule.cli import invoke
+
+    code = invoke([*args, "--out", str(tmp_path / "out")])
+    first = capsys.readouterr().err.splitlines()[0]
+    assert code == 2 and first.startswith("error: ") and args[-2] in first, first
+    assert not (tmp_path / "out").exists()
