@@ -67,6 +67,11 @@ def cell_value(text: str | None, column: str = "") -> Any:
     compare equal), "inf" / "-inf" -> the infinities; "True" / "False" -> bool; an integer
     -> int; another number -> float; anything else, and every cell of a text column
     (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
+    if not isinstance(text, str | None) or not isinstance(column, str):  # (per cell: cheap)
+        from fedjoule import arguments
+
+        arguments.text("text", text, optional=True, empty=True)
+        arguments.text("column", column, empty=True)
     if text is None or text == "":
         return None
     if column in TEXT_COLUMNS:
@@ -90,7 +95,12 @@ def cell_value(text: str | None, column: str = "") -> Any:
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
     capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
-    with Path(path).open(newline="") as f:
+    from fedjoule import arguments
+
+    path = arguments.path("path", path, optional=False)
+    if not path.is_file():
+        raise arguments.ArgumentError(f"path={arguments.shown(str(path))}: no such file")
+    with path.open(newline="") as f:
         return [{k: cell_value(v, k) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
@@ -115,6 +125,12 @@ def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def _folder(folder: Any) -> Path:
+    from fedjoule import arguments
+
+    return arguments.path("folder", folder, optional=False)
 
 
 def _need(folder: Path, names: Sequence[str], what: str) -> None:
@@ -152,7 +168,7 @@ class RunResult:
     @classmethod
     def from_folder(cls, folder: str | os.PathLike[str]) -> RunResult:
         """The results of a run folder written by `run`, `fedjoule run` or a sweep."""
-        folder = Path(folder)
+        folder = _folder(folder)
         _need(folder, ("summary.json", "rounds.csv"), "run folder")
         stopped_early = False
         from fedjoule.simulator import checkpoint
@@ -191,7 +207,7 @@ class FolderResult:
 
     @classmethod
     def from_folder(cls, folder: str | os.PathLike[str]) -> Self:
-        folder = Path(folder)
+        folder = _folder(folder)
         kind = cls.TABLE.split(".")[0]
         _need(folder, (cls.TABLE, cls.INFO), f"{kind} folder")
         return cls(folder, read_table(folder / cls.TABLE), _read_json(folder / cls.INFO))
@@ -222,7 +238,15 @@ class SweepResult(FolderResult):
 
     def run(self, name: str) -> RunResult:
         """The results of one of the sweep's runs (a name of `run_folders`)."""
-        return RunResult.from_folder(self.run_folders[name])
+        from fedjoule import arguments
+
+        folders = self.run_folders
+        if not isinstance(name, str) or name not in folders:
+            some = ", ".join(list(folders)[:5]) + (", ..." if len(folders) > 5 else "")
+            raise arguments.ArgumentError(
+                f"name={arguments.shown(name)}: not a run of {self.folder}; its runs: {some}"
+            )
+        return RunResult.from_folder(folders[name])
 
 
 @dataclass
@@ -310,6 +334,7 @@ def value_text(value: Any, where: str = "value") -> str:
     from fedjoule import arguments
     from fedjoule.scenarios.yaml_reader import parse_yaml
 
+    arguments.text("where", where)
     plain = arguments.plain(where, value)
     text = _text(plain)
     if not _same(parse_yaml(text, where), plain):

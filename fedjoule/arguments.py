@@ -116,11 +116,13 @@ def choice(name: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
-def text(name: str, value: Any, optional: bool = False) -> str | None:
+def text(name: str, value: Any, optional: bool = False, empty: bool = False) -> str | None:
+    """A str (non-empty, but with `empty`); None when optional."""
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise ArgumentTypeError(f"{name}={shown(value)}: expected a non-empty text")
+    if not isinstance(value, str) or not (empty or value.strip()):
+        kind = "a text" if empty else "a non-empty text"
+        raise ArgumentTypeError(f"{name}={shown(value)}: expected {kind}")
     return value
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fedjoule
+import fedjoule.api
 from fedjoule.arguments import (
     MAX_ROUNDS,
     MAX_SEED,
@@ -202,6 +203,7 @@ MANY = {
     "plot_style": 5,
     "track": "nope",
 }
+RESULTS = ("RunResult", "SweepResult", "PlanResult", "CapacityResult")
 HOSTILE = {
     "load_scenario": {"name_or_path": b"default", "overrides": {"seed": [object()]}, **PLUGINS},
     "run": {
@@ -250,14 +252,30 @@ HOSTILE = {
         "seeds": ENDLESS,
     },
 }
+HOSTILE |= {
+    "cell_value": {"text": 5, "column": 5},
+    "read_table": {"path": 5},
+    "value_text": {"value": object(), "where": 5},
+    **{f"{kind}.from_folder": {"folder": 5} for kind in RESULTS},
+}
 CASES = [(f, name, value) for f, table in HOSTILE.items() for name, value in table.items()]
+
+
+def public(function: str):
+    """fedjoule.api's function (or a result's classmethod, "RunResult.from_folder")."""
+    found = fedjoule.api
+    for part in function.split("."):
+        found = getattr(found, part)
+    return found
 
 
 def test_the_table_names_every_argument_of_every_public_function():
     import inspect
 
+    functions = {n for n in fedjoule.api.__all__ if inspect.isfunction(getattr(fedjoule.api, n))}
+    assert functions | {f"{kind}.from_folder" for kind in RESULTS} == set(HOSTILE)
     for function, table in HOSTILE.items():
-        assert set(inspect.signature(getattr(fedjoule, function)).parameters) == set(table)
+        assert set(inspect.signature(public(function)).parameters) == set(table)
 
 
 @pytest.mark.parametrize(
@@ -265,13 +283,14 @@ def test_the_table_names_every_argument_of_every_public_function():
 )
 def test_one_hostile_value_per_argument(tmp_path, function, name, value):
     out = tmp_path / "out"
-    call = getattr(fedjoule, function)
-    if function == "load_scenario":
-        kwargs = {name: value}
-    else:
+    call = public(function)
+    if function in ("run", "sweep", "plan", "capacity"):
         kwargs = {"scenario": "default", "out": out, "overrides": TINY, name: value}
         if function == "sweep" and name not in ("axes", "grid"):
             kwargs["axes"] = {"seed": [0]}
+    else:
+        kwargs = {**{"cell_value": {"text": "1"}, "value_text": {"value": 1}}.get(function, {})}
+        kwargs[name] = value
     error = refused(lambda: call(**kwargs), out)
     message = str(error)
     assert message.startswith(name) or f" {name}=" in message, message
@@ -303,3 +322,14 @@ def test_the_command_line_has_the_same_bounds(tmp_path, capsys, args):
     first = capsys.readouterr().err.splitlines()[0]
     assert code == 2 and first.startswith("error: ") and args[-2] in first, first
     assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_result_names_its_runs(tmp_path):
+    runs = [{"name": f"seed={i}", "folder": f"runs/seed={i}", "status": "ran"} for i in range(7)]
+    result = fedjoule.api.SweepResult(tmp_path, [], {"runs": runs})
+    with pytest.raises(ArgumentError) as caught:
+        result.run("seed=9")
+    assert str(caught.value) == (
+        f"name='seed=9': not a run of {tmp_path}; its runs: seed=0, seed=1, seed=2, seed=3, "
+        "seed=4, ..."
+    )
