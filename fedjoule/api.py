@@ -363,21 +363,27 @@ def override_texts(overrides: Mapping[str, Any] | None) -> list[str]:
     return items
 
 
-def _grid_texts(axes: Mapping[str, Iterable[Any]], named: str = "axes") -> list[str]:
-    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"]."""
+def _grid_texts(
+    axes: Mapping[str, Iterable[Any]], named: str = "axes", seeds: list[int] | None = None
+) -> list[str]:
+    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"];
+    each axis at most MAX_VALUES values, the grid (times the seeds) at most MAX_RUNS points."""
     from fedjoule import arguments
 
-    grid = []
+    given = {}
+    allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
     for key, values in axes.items():
         key = _key(key, named)
         where = f"{named}[{key!r}]"
-        allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
-        values = arguments.items(where, values, arguments.MAX_VALUES, allowed)
-        if not values:
+        given[key] = arguments.items(where, values, arguments.MAX_VALUES, allowed)
+        if not given[key]:
             raise arguments.ArgumentError(f"{where}=[]: expected {allowed}")
-        texts = [value_text(v, where) for v in values]
-        grid.append(f"{key}={','.join(texts)}")
-    return grid
+    sizes = {key: len(values) for key, values in given.items()}
+    arguments.grid_size(named, {**sizes, **({"seeds": len(seeds)} if seeds else {})})
+    return [
+        f"{key}={','.join(value_text(v, f'{named}[{key!r}]') for v in values)}"
+        for key, values in given.items()
+    ]
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -856,7 +862,7 @@ def sweep(
         data_dir,
         Objective(pareto_accuracy, pareto_to_target),
     )
-    grid_texts, sets = _grid_texts(axes, named), override_texts(overrides)
+    grid_texts, sets = _grid_texts(axes, named, seed_list), override_texts(overrides)
     folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
     check_out_folder(folder)
     display = _Display(quiet)
@@ -981,6 +987,10 @@ def plan(
     snrs = number_list("snr_db", snr_db, float)
     bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
     k_values = number_list("k", k, int, minimum=1)
+    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
+    arguments.grid_size(
+        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seed_list)} if seed_list else {})}
+    )
     plot_cells = arguments.cells("cells", cells, snrs, bandwidths)
     options = PlanOptions(
         k_values=k_values,

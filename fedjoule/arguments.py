@@ -28,6 +28,7 @@ MAX_ROUNDS = 10_000_000
 MAX_MEMORY_MB = 1e9
 MAX_VALUES = 1000  # values of one grid axis (or of the plan's k, snr_db, bandwidth_hz, cells)
 MAX_DEPTH = 20  # nesting of lists and mappings in an override or grid value
+MAX_RUNS = 100_000  # points of a sweep's grid, or cells of a plan's (seeds included)
 
 
 class ArgumentError(FedjouleError, ValueError):
@@ -199,6 +200,17 @@ def seeds(name: str, value: Any) -> list[int] | None:
     if len(set(given)) != len(given):
         raise ArgumentError(f"{name}={shown(value)}: each seed once ({allowed})")
     return [int(s) for s in given]
+
+
+def grid_size(name: str, sizes: dict[str, int]) -> int:
+    """The points of a grid whose axes have `sizes` ({axis: number of values}; the product,
+    an upper bound where a setting axis multiplies only some points), at most MAX_RUNS:
+    checked before the points are listed."""
+    count = math.prod(sizes.values())
+    if count > MAX_RUNS:
+        product = " x ".join(f"{size:,} {axis}" for axis, size in sizes.items())
+        raise ArgumentError(f"{name}: {count:,} points ({product}); expected at most {MAX_RUNS:,}")
+    return count
 
 
 def number_list(name: str, value: Any, whole: bool) -> list[int | float]:

@@ -333,3 +333,24 @@ def test_a_sweep_result_names_its_runs(tmp_path):
         f"name='seed=9': not a run of {tmp_path}; its runs: seed=0, seed=1, seed=2, seed=3, "
         "seed=4, ..."
     )
+
+
+def test_a_grid_of_too_many_points_is_refused_before_they_are_listed(tmp_path, capsys):
+    from fedjoule.cli import invoke
+
+    out = tmp_path / "out"
+    axes = {"seed": range(1000), "training.local_steps": range(1, 1001)}
+    error = refused(lambda: fedjoule.sweep("default", axes, out), out)
+    assert str(error) == (
+        "axes: 1,000,000 points (1,000 seed x 1,000 training.local_steps); expected at most 100,000"
+    )
+    axes = {"training.rounds": range(1, 202)}
+    error = refused(lambda: fedjoule.sweep("default", axes, out, seeds=500), out)
+    assert str(error).startswith("axes: 100,500 points (201 training.rounds x 500 seeds)")
+    error = refused(lambda: fedjoule.plan("default", out, k=range(1, 1001), snr_db=range(101)), out)
+    assert str(error).startswith("k, snr_db, bandwidth_hz: 303,000 points (1,000 k x 101 snr_db")
+    seeds, steps = ",".join(map(str, range(1000))), ",".join(map(str, range(1, 1001)))
+    code = invoke(["sweep", "default", "--grid", f"seed={seeds}", "--grid",
+                   f"training.local_steps={steps}", "--out", str(out)])  # fmt: skip
+    assert code == 2 and "error: --grid: 1,000,000 points" in capsys.readouterr().err
+    assert not out.exists()
