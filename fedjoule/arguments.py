@@ -281,9 +281,12 @@ def plain(name: str, value: Any, depth: int = 0) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, Mapping):
+        keys = [plain(name, k, depth + 1) for k in value]
+        if any(isinstance(k, list | dict) for k in keys):
+            raise ArgumentTypeError(f"{name}={shown(value)}: a key is a list or mapping")
         return {
-            plain(name, k, depth + 1): plain(f"{name}[{shown(k)}]", v, depth + 1)
-            for k, v in value.items()
+            key: plain(f"{name}[{shown(k)}]", v, depth + 1)
+            for key, (k, v) in zip(keys, value.items(), strict=True)
         }
     if isinstance(value, list | tuple):
         return [plain(f"{name}[{i}]", v, depth + 1) for i, v in enumerate(value)]

@@ -354,3 +354,39 @@ def test_a_grid_of_too_many_points_is_refused_before_they_are_listed(tmp_path, c
                    f"training.local_steps={steps}", "--out", str(out)])  # fmt: skip
     assert code == 2 and "error: --grid: 1,000,000 points" in capsys.readouterr().err
     assert not out.exists()
+
+
+leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4),
+    st.binary(max_size=2), st.just(object()), st.just(10**400), st.just(math.inf),
+    st.frozensets(st.integers(), max_size=2),
+)  # fmt: skip
+data_like = st.recursive(
+    leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(
+            st.one_of(st.text(max_size=3), st.tuples(st.integers())), inner, max_size=2
+        ),
+    ),
+    max_leaves=8,
+)
+
+
+@FUZZ
+@given(value=data_like)
+def test_an_override_value_is_written_or_refused_by_name(value):
+    """Whatever an override's value is, value_text returns its text or raises a
+    FedjouleError naming the override, never another exception."""
+    from fedjoule.api import value_text
+
+    try:
+        value_text(value, "overrides['x']")
+    except FedjouleError as error:
+        assert str(error).startswith("overrides['x']") and "\n" not in str(error)
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(ArgumentError, match="nested more than 20 deep"):
+        value_text(deep, "overrides['x']")
