@@ -21,11 +21,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-import numbers
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -68,6 +67,11 @@ def cell_value(text: str | None, column: str = "") -> Any:
     compare equal), "inf" / "-inf" -> the infinities; "True" / "False" -> bool; an integer
     -> int; another number -> float; anything else, and every cell of a text column
     (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
+    if not isinstance(text, str | None) or not isinstance(column, str):  # (per cell: cheap)
+        from fedjoule import arguments
+
+        arguments.text("text", text, optional=True, empty=True)
+        arguments.text("column", column, empty=True)
     if text is None or text == "":
         return None
     if column in TEXT_COLUMNS:
@@ -91,7 +95,12 @@ def cell_value(text: str | None, column: str = "") -> Any:
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
     capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
-    with Path(path).open(newline="") as f:
+    from fedjoule import arguments
+
+    path = arguments.path("path", path, optional=False)
+    if not path.is_file():
+        raise arguments.ArgumentError(f"path={arguments.shown(str(path))}: no such file")
+    with path.open(newline="") as f:
         return [{k: cell_value(v, k) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
@@ -116,6 +125,12 @@ def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def _folder(folder: Any) -> Path:
+    from fedjoule import arguments
+
+    return arguments.path("folder", folder, optional=False)
 
 
 def _need(folder: Path, names: Sequence[str], what: str) -> None:
@@ -153,7 +168,7 @@ class RunResult:
     @classmethod
     def from_folder(cls, folder: str | os.PathLike[str]) -> RunResult:
         """The results of a run folder written by `run`, `fedjoule run` or a sweep."""
-        folder = Path(folder)
+        folder = _folder(folder)
         _need(folder, ("summary.json", "rounds.csv"), "run folder")
         stopped_early = False
         from fedjoule.simulator import checkpoint
@@ -192,7 +207,7 @@ class FolderResult:
 
     @classmethod
     def from_folder(cls, folder: str | os.PathLike[str]) -> Self:
-        folder = Path(folder)
+        folder = _folder(folder)
         kind = cls.TABLE.split(".")[0]
         _need(folder, (cls.TABLE, cls.INFO), f"{kind} folder")
         return cls(folder, read_table(folder / cls.TABLE), _read_json(folder / cls.INFO))
@@ -223,7 +238,15 @@ class SweepResult(FolderResult):
 
     def run(self, name: str) -> RunResult:
         """The results of one of the sweep's runs (a name of `run_folders`)."""
-        return RunResult.from_folder(self.run_folders[name])
+        from fedjoule import arguments
+
+        folders = self.run_folders
+        if not isinstance(name, str) or name not in folders:
+            some = ", ".join(list(folders)[:5]) + (", ..." if len(folders) > 5 else "")
+            raise arguments.ArgumentError(
+                f"name={arguments.shown(name)}: not a run of {self.folder}; its runs: {some}"
+            )
+        return RunResult.from_folder(folders[name])
 
 
 @dataclass
@@ -275,26 +298,6 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _plain(value: Any, where: str) -> Any:
-    """`value` as the plain YAML-able value it stands for (tuples as lists, numpy numbers
-    and paths as Python ones)."""
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
-        value = value.item()  # a numpy scalar (a numpy array is refused below)
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, Mapping):
-        return {_plain(k, where): _plain(v, where) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v, where) for v in value]
-    raise TypeError(f"{where}: {type(value).__name__} is not a scenario value")
-
-
 def _text(value: Any) -> str:
     """YAML flow text of a plain value; strings are quoted when plain text would not read
     back as the same string or holds a character a grid's comma splitting looks at."""
@@ -328,21 +331,26 @@ def _text(value: Any) -> str:
 def value_text(value: Any, where: str = "value") -> str:
     """A Python value as the YAML text of a `--set key=value` or `--grid` value; checked to
     read back as the same value."""
-    from fedjoule.errors import FedjouleError
+    from fedjoule import arguments
     from fedjoule.scenarios.yaml_reader import parse_yaml
 
-    plain = _plain(value, where)
+    arguments.text("where", where)
+    plain = arguments.plain(where, value)
     text = _text(plain)
     if not _same(parse_yaml(text, where), plain):
-        raise FedjouleError(f"{where}: {value!r} cannot be written as a scenario value")
+        raise arguments.ArgumentError(
+            f"{where}={arguments.shown(value)}: cannot be written as a scenario value"
+        )
     return text
 
 
 def _key(key: Any, what: str) -> str:
-    from fedjoule.errors import FedjouleError
+    from fedjoule.arguments import ArgumentTypeError, shown
 
     if not isinstance(key, str) or not key.strip() or "=" in key:
-        raise FedjouleError(f"{what}: {key!r} is not a dotted scenario key (e.g. training.rounds)")
+        raise ArgumentTypeError(
+            f"{what}: {shown(key)} is not a dotted scenario key (e.g. training.rounds)"
+        )
     return key.strip()
 
 
@@ -355,20 +363,27 @@ def override_texts(overrides: Mapping[str, Any] | None) -> list[str]:
     return items
 
 
-def _grid_texts(axes: Mapping[str, Sequence[Any]]) -> list[str]:
-    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"]."""
-    from fedjoule.errors import FedjouleError
+def _grid_texts(
+    axes: Mapping[str, Iterable[Any]], named: str = "axes", seeds: list[int] | None = None
+) -> list[str]:
+    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"];
+    each axis at most MAX_VALUES values, the grid (times the seeds) at most MAX_RUNS points."""
+    from fedjoule import arguments
 
-    grid = []
+    given = {}
+    allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
     for key, values in axes.items():
-        key = _key(key, "axes")
-        if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence):
-            raise FedjouleError(f"axes[{key!r}]: give a list of values, e.g. [1, 5, 20]")
-        if not values:
-            raise FedjouleError(f"axes[{key!r}]: give at least one value")
-        texts = [value_text(v, f"axes[{key!r}]") for v in values]
-        grid.append(f"{key}={','.join(texts)}")
-    return grid
+        key = _key(key, named)
+        where = f"{named}[{key!r}]"
+        given[key] = arguments.items(where, values, arguments.MAX_VALUES, allowed)
+        if not given[key]:
+            raise arguments.ArgumentError(f"{where}=[]: expected {allowed}")
+    sizes = {key: len(values) for key, values in given.items()}
+    arguments.grid_size(named, {**sizes, **({"seeds": len(seeds)} if seeds else {})})
+    return [
+        f"{key}={','.join(value_text(v, f'{named}[{key!r}]') for v in values)}"
+        for key, values in given.items()
+    ]
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -387,6 +402,7 @@ def _plugins_allowed(function: Callable) -> Callable:
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
+        from fedjoule import arguments
         from fedjoule.plugins import PluginError, allow_plugins
 
         given = signature.bind(*args, **kwargs).arguments
@@ -396,16 +412,21 @@ def _plugins_allowed(function: Callable) -> Callable:
         paths = given.get("allow_plugin_paths", ())
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
+        allowed = {str: "package names", (str, os.PathLike): "folder paths"}
+        checked = []
         for what, values, kinds in (
             ("allow_module_plugins", modules, str),
             ("allow_plugin_paths", paths, (str, os.PathLike)),
         ):
-            if not isinstance(values, Sequence) or not all(isinstance(v, kinds) for v in values):
-                raise PluginError(
-                    f"{what}={values!r}: expected a list of "
-                    + ("package names" if kinds is str else "folder paths")
-                )
-        with allow_plugins(modules, paths):
+            expected = f"a list of at most {arguments.MAX_VALUES:,} {allowed[kinds]}"
+            try:
+                values = arguments.items(what, values, arguments.MAX_VALUES, expected)
+            except arguments.ArgumentError as exc:
+                raise PluginError(str(exc)) from None
+            if not all(isinstance(v, kinds) for v in values):
+                raise PluginError(f"{what}={arguments.shown(values)}: expected {expected}")
+            checked.append(values)
+        with allow_plugins(*checked):
             return function(*args, **kwargs)
 
     return call
@@ -442,6 +463,11 @@ def _check_scenario(scenario: Any, optional: bool = False) -> None:
 
     if scenario is None and optional:
         return
+    if not isinstance(scenario, Scenario | str | os.PathLike):
+        raise arguments.ArgumentTypeError(
+            f"scenario={arguments.shown(scenario)}: expected a Scenario, a built-in name or "
+            "a YAML file's path"
+        )
     if not isinstance(scenario, Scenario):
         arguments.path("scenario", scenario, optional=False)
 
@@ -536,7 +562,6 @@ def _styled(style: str | None):
     return nullcontext() if style is None else plot_style(style)
 
 
-
 def _say(quiet: bool | None) -> Callable[[str], None]:
     return _Display(quiet).say
 
@@ -571,9 +596,7 @@ class _Display:
     def start_run(self, name: str, total: int, first_round: int) -> None:
         """A run's bar over its rounds (a notebook), from `first_round` done."""
         if self.live:
-            self.task = self.progress.add_task(
-                name, total=total, completed=first_round, status=""
-            )
+            self.task = self.progress.add_task(name, total=total, completed=first_round, status="")
 
     def round_done(self, row: dict, total: int) -> None:
         status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
@@ -797,17 +820,18 @@ def sweep(
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.pareto import Objective
+    from fedjoule.planning.pareto import ACCURACIES, Objective
     from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
     from fedjoule.run_progress import RunsProgress
 
     _check_scenario(scenario)
     if axes is not None and grid is not None:
         raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
+    named = "axes" if grid is None else "grid"
     axes = grid if axes is None else axes
     if axes is None:
         raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
-    arguments.mapping("axes", axes)
+    arguments.mapping(named, axes)
     _check_common(
         out=out,
         overrides=overrides,
@@ -819,7 +843,7 @@ def sweep(
         data_dir=data_dir,
         quiet=quiet,
     )
-    arguments.text("pareto_accuracy", pareto_accuracy)
+    arguments.choice("pareto_accuracy", pareto_accuracy, ACCURACIES)
     arguments.flag("pareto_to_target", pareto_to_target)
     seed_list = arguments.seeds("seeds", seeds)
     arguments.ci("ci", ci)
@@ -838,7 +862,7 @@ def sweep(
         data_dir,
         Objective(pareto_accuracy, pareto_to_target),
     )
-    grid_texts, sets = _grid_texts(axes), override_texts(overrides)
+    grid_texts, sets = _grid_texts(axes, named, seed_list), override_texts(overrides)
     folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
     check_out_folder(folder)
     display = _Display(quiet)
@@ -891,21 +915,6 @@ def _with_tracking(
     return {**(overrides or {}), "tracking.backends": backends} if backends else overrides
 
 
-def _numbers_text(values: Sequence[Any], kind: type, what: str) -> str:
-    from fedjoule.errors import FedjouleError
-
-    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
-        raise FedjouleError(f"{what}: give a list of numbers, e.g. [1, 2, 5]")
-    if not values:
-        raise FedjouleError(f"{what}: give at least one value")
-    texts = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise FedjouleError(f"{what} {list(values)!r}: {v!r} is not a number")
-        texts.append(str(v) if kind is int else repr(float(v)))
-    return ",".join(texts)
-
-
 @_plugins_allowed
 def plan(
     scenario: Scenario | str | os.PathLike[str],
@@ -949,7 +958,7 @@ def plan(
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_cells, parse_numbers, run_plan
+    from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_numbers, run_plan
 
     _check_scenario(scenario)
     _check_common(
@@ -970,16 +979,21 @@ def plan(
     backends = arguments.tracking("track", track)
     overrides = _with_tracking(overrides, backends)
 
-    snrs = parse_numbers("snr_db", _numbers_text(snr_db, float, "snr_db"), float)
-    bandwidths = parse_numbers(
-        "bandwidth_hz", _numbers_text(bandwidth_hz, float, "bandwidth_hz"), float, 1e-300
+    def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
+        """The command line's rules (parse_numbers) on the checked values' text."""
+        given = arguments.number_list(name, values, whole=kind is int)
+        return parse_numbers(name, ",".join(map(repr, given)), kind, minimum)
+
+    snrs = number_list("snr_db", snr_db, float)
+    bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
+    k_values = number_list("k", k, int, minimum=1)
+    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
+    arguments.grid_size(
+        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seed_list)} if seed_list else {})}
     )
-    plot_cells = None
-    if cells is not None:
-        text = ",".join(f"{float(s)!r}:{float(b)!r}" for s, b in cells)
-        plot_cells = parse_cells(text, snrs, bandwidths) if text else None
+    plot_cells = arguments.cells("cells", cells, snrs, bandwidths)
     options = PlanOptions(
-        k_values=parse_numbers("k", _numbers_text(k, int, "k"), int, minimum=1),
+        k_values=k_values,
         snr_db=snrs,
         bandwidth_hz=bandwidths,
         max_rounds=max_rounds,
@@ -1006,9 +1020,7 @@ def plan(
 
     try:
         with _styled(style), watch:
-            run_plan(
-                source, folder, sets, options, say=say, on_plan=on_plan, on_run=watch.on_run
-            )
+            run_plan(source, folder, sets, options, say=say, on_plan=on_plan, on_run=watch.on_run)
     except BaseException:
         _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
         raise
@@ -1051,18 +1063,18 @@ def capacity(
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.capacity import plan_capacity
+    from fedjoule.planning.capacity import OVER, SEARCHES, plan_capacity
     from fedjoule.planning.capacity_report import print_capacity, write_capacity
     from fedjoule.simulator.system_world import build_system_world
 
     _check_scenario(scenario, optional=True)
     _check_common(out=out, overrides=overrides, quiet=quiet)
-    arguments.text("search", search)
+    arguments.choice("search", search, SEARCHES)
     for name, value in (("deadline_s", deadline_s), ("energy_budget_j", energy_budget_j)):
         arguments.real(name, value, 0, low_open=True, optional=True)
     arguments.integer("rounds", rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.real("quantile", quantile, 0, 1, low_open=True)
-    arguments.text("over", over)
+    arguments.choice("over", over, OVER)
     seeds = arguments.seeds("seeds", seeds)
     loaded = _scenario(scenario, overrides)
     folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")

@@ -3,14 +3,18 @@ the command line and the Python API: one place says what each argument may be.
 
 A wrong value raises ArgumentError (a FedjouleError and a ValueError), a wrong type
 ArgumentTypeError (a FedjouleError and a TypeError); both name the argument, the value
-and what is allowed. Seeds are distinct integers in [0, 2^63 - 1], at most MAX_SEEDS of
-them, as a scenario's `seed` is.
+(shortened) and what is allowed. Seeds are distinct integers in [0, 2^63 - 1], at most
+MAX_SEEDS of them, as a scenario's `seed` is. A list of values (seeds, a grid axis, the
+plan's k, snr_db, bandwidth_hz and cells) may be any iterable: its size is checked first
+(len(), or at most its limit + 1 items taken), so that range(10**15) is refused at once.
 """
 
+import itertools
 import math
 import numbers
 import os
-from collections.abc import Callable, Mapping, Sequence
+import reprlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,9 @@ MAX_THREADS = 4096
 MAX_WORKERS = 4096
 MAX_ROUNDS = 10_000_000
 MAX_MEMORY_MB = 1e9
+MAX_VALUES = 1000  # values of one grid axis (or of the plan's k, snr_db, bandwidth_hz, cells)
+MAX_DEPTH = 20  # nesting of lists and mappings in an override or grid value
+MAX_RUNS = 100_000  # points of a sweep's grid, or cells of a plan's (seeds included)
 
 
 class ArgumentError(FedjouleError, ValueError):
@@ -32,8 +39,20 @@ class ArgumentTypeError(FedjouleError, TypeError):
     """An argument is not of a type the command takes."""
 
 
+_SHORT = reprlib.Repr()  # (Python 3.11 has no keyword arguments for these)
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 4, 60, 80, 60
+
+
 def shown(value: Any) -> str:
-    text = repr(value)
+    """`value` as a short text for a message (at most 80 characters; only the first
+    items of a long list are looked at)."""
+    if is_int(value) and abs(int(value)).bit_length() > 200:  # (its repr is slow or refused)
+        digits = int(abs(int(value)).bit_length() * math.log10(2)) + 1
+        return f"<a whole number of about {digits} digits>"
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # noqa: BLE001 - an object whose repr fails is still named
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -69,15 +88,21 @@ def real(
         return None
     if not is_real(value):
         raise ArgumentTypeError(f"{name}={shown(value)}: expected a number")
-    value = float(value)
-    below = value <= low if low_open else value < low
-    if not math.isfinite(value) or below or value > high:
+    try:
+        number = float(value)
+    except OverflowError:  # a whole number beyond a float (10**400)
+        number = math.inf
+    below = number <= low if low_open else number < low
+    if not math.isfinite(number) or below or number > high:
         side = f"above {low:g}" if low_open else f"at least {low:g}"
-        bound = side if math.isfinite(low) else "any finite number"
+        bounds = [side] if math.isfinite(low) else []
         if math.isfinite(high):
-            bound += f" and at most {high:g}"
-        raise ArgumentError(f"{name}={shown(value)}: expected a finite number, {bound}")
-    return value
+            bounds.append(f"at most {high:g}")
+        allowed = ", ".join(
+            ["a finite number", " and ".join(bounds)] if bounds else ["a finite number"]
+        )
+        raise ArgumentError(f"{name}={shown(value)}: expected {allowed}")
+    return number
 
 
 def flag(name: str, value: Any) -> bool:
@@ -92,11 +117,13 @@ def choice(name: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
-def text(name: str, value: Any, optional: bool = False) -> str | None:
+def text(name: str, value: Any, optional: bool = False, empty: bool = False) -> str | None:
+    """A str (non-empty, but with `empty`); None when optional."""
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise ArgumentTypeError(f"{name}={shown(value)}: expected a non-empty text")
+    if not isinstance(value, str) or not (empty or value.strip()):
+        kind = "a text" if empty else "a non-empty text"
+        raise ArgumentTypeError(f"{name}={shown(value)}: expected {kind}")
     return value
 
 
@@ -124,6 +151,32 @@ def function(name: str, value: Any) -> Callable | None:
     return value
 
 
+def items(name: str, value: Any, limit: int, allowed: str) -> list:
+    """The values of an iterable argument (a list, tuple, range, generator...; not a text
+    or a mapping) as a list, refused when it holds more than `limit`: its len() is asked
+    first, else at most limit + 1 items are taken, so a huge range costs nothing."""
+    given = shown(value)  # (before a generator is consumed)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{name}={given}: expected {allowed}")
+    try:
+        size = len(value)  # type: ignore[arg-type]
+    except OverflowError:  # len(range(10**20))
+        size = limit + 1
+    except TypeError:  # no len(): a generator
+        size = None
+    if size is None or size <= limit:
+        try:
+            taken = list(itertools.islice(value, limit + 1))
+        except Exception as exc:  # noqa: BLE001 - an iterable that fails is a bad argument
+            raise ArgumentTypeError(
+                f"{name}={given}: cannot be read ({type(exc).__name__}); expected {allowed}"
+            ) from None
+        size = len(taken)
+    if size > limit:
+        raise ArgumentError(f"{name}={given}: more than {limit:,} values; expected {allowed}")
+    return taken
+
+
 def seeds(name: str, value: Any) -> list[int] | None:
     """A count N >= 1 (seeds 0..N-1) or a list of distinct seeds in [0, 2^63 - 1]; at most
     MAX_SEEDS; None: no seeds axis."""
@@ -137,15 +190,109 @@ def seeds(name: str, value: Any) -> list[int] | None:
         if not 1 <= value <= MAX_SEEDS:
             raise ArgumentError(f"{name}={shown(value)}: expected {allowed}")
         return list(range(int(value)))
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    if isinstance(value, bool):
         raise ArgumentTypeError(f"{name}={shown(value)}: expected {allowed}")
-    if not all(is_int(s) for s in value):
+    given = items(name, value, MAX_SEEDS, allowed)
+    if not all(is_int(s) for s in given):
         raise ArgumentTypeError(f"{name}={shown(value)}: expected {allowed}")
-    if not value or len(value) > MAX_SEEDS or any(not 0 <= s <= MAX_SEED for s in value):
+    if not given or any(not 0 <= s <= MAX_SEED for s in given):
         raise ArgumentError(f"{name}={shown(value)}: expected {allowed}")
-    if len(set(value)) != len(value):
+    if len(set(given)) != len(given):
         raise ArgumentError(f"{name}={shown(value)}: each seed once ({allowed})")
-    return [int(s) for s in value]
+    return [int(s) for s in given]
+
+
+def grid_size(name: str, sizes: dict[str, int]) -> int:
+    """The points of a grid whose axes have `sizes` ({axis: number of values}; the product,
+    an upper bound where a setting axis multiplies only some points), at most MAX_RUNS:
+    checked before the points are listed."""
+    count = math.prod(sizes.values())
+    if count > MAX_RUNS:
+        product = " x ".join(f"{size:,} {axis}" for axis, size in sizes.items())
+        raise ArgumentError(f"{name}: {count:,} points ({product}); expected at most {MAX_RUNS:,}")
+    return count
+
+
+def number_list(name: str, value: Any, whole: bool) -> list[int | float]:
+    """A non-empty iterable of at most MAX_VALUES finite numbers (whole numbers up to
+    2^63 with `whole`): the plan's k, snr_db and bandwidth_hz, before the rules they share
+    with the command line's --k, --snr-db, --bandwidth-hz (planning/plan.py parse_numbers)."""
+    kind = "whole numbers" if whole else "finite numbers"
+    allowed = f"a list of 1 to {MAX_VALUES:,} {kind}, e.g. [1, 2, 5]"
+    given = items(name, value, MAX_VALUES, allowed)
+    if not given:
+        raise ArgumentError(f"{name}={shown(value)}: expected {allowed}")
+    for i, v in enumerate(given):
+        if whole:
+            integer(f"{name}[{i}]", v, -MAX_SEED, MAX_SEED)
+        else:
+            real(f"{name}[{i}]", v)
+    return [int(v) if whole else float(v) for v in given]
+
+
+def grid_cell(label: str, snr_db: float, bandwidth_hz: float, snrs: list, bandwidths: list):
+    """One cell (snr_db, bandwidth_hz) of the plan's grid to draw (`--cells SNR:BW` and the
+    API's cells=[(snr, bw)]); `label` says where it was given."""
+    if snr_db not in snrs or bandwidth_hz not in bandwidths:
+        raise ArgumentError(
+            f"{label}: not a cell of the grid; allowed SNR (dB) {snrs}, bandwidths (Hz) "
+            f"{bandwidths}"
+        )
+    return (snr_db, bandwidth_hz)
+
+
+def cells(name: str, value: Any, snrs: list, bandwidths: list) -> list[tuple] | None:
+    """The API's cells=[(snr_db, bandwidth_hz), ...]: at most MAX_VALUES pairs of finite
+    numbers, each a cell of the grid; None or empty: the grid's corners."""
+    if value is None:
+        return None
+    allowed = f"a list of at most {MAX_VALUES:,} (snr_db, bandwidth_hz) pairs, e.g. [(0, 1e5)]"
+    chosen = []
+    for i, pair in enumerate(items(name, value, MAX_VALUES, allowed)):
+        where = f"{name}[{i}]"
+        both = items(where, pair, 2, "a pair (snr_db, bandwidth_hz)")
+        if len(both) != 2:
+            raise ArgumentError(f"{where}={shown(pair)}: expected a pair (snr_db, bandwidth_hz)")
+        snr, bandwidth = real(f"{where}[0]", both[0]), real(f"{where}[1]", both[1])
+        chosen.append(grid_cell(f"{where}={shown(pair)}", snr, bandwidth, snrs, bandwidths))
+    return chosen or None
+
+
+def plain(name: str, value: Any, depth: int = 0) -> Any:
+    """An override or grid value as the plain data a scenario holds: text, a number, True
+    or False, None, or lists and mappings of these (tuples as lists, numpy numbers and
+    paths as Python ones), nested at most MAX_DEPTH deep."""
+    allowed = "plain data: text, a number, True/False, None, or lists and dicts of these"
+    if depth > MAX_DEPTH:
+        raise ArgumentError(f"{name}: nested more than {MAX_DEPTH} deep; expected {allowed}")
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()  # a numpy scalar (a numpy array is refused below)
+    if value is None or isinstance(value, bool | str):
+        return value
+    if is_int(value):
+        if abs(int(value)).bit_length() > 1000:
+            raise ArgumentError(f"{name}={shown(value)}: a whole number too large for a scenario")
+        return int(value)
+    if is_real(value):
+        try:
+            return float(value)
+        except OverflowError:
+            raise ArgumentError(f"{name}={shown(value)}: too large for a number") from None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        keys = [plain(name, k, depth + 1) for k in value]
+        if any(isinstance(k, list | dict) for k in keys):
+            raise ArgumentTypeError(f"{name}={shown(value)}: a key is a list or mapping")
+        return {
+            key: plain(f"{name}[{shown(k)}]", v, depth + 1)
+            for key, (k, v) in zip(keys, value.items(), strict=True)
+        }
+    if isinstance(value, list | tuple):
+        return [plain(f"{name}[{i}]", v, depth + 1) for i, v in enumerate(value)]
+    raise ArgumentTypeError(
+        f"{name}={shown(value)}: expected {allowed} (not {type(value).__name__})"
+    )
 
 
 def seeds_text(text: str | None, option: str = "--seeds") -> list[int] | None:
@@ -198,6 +345,8 @@ def plot_style(name: str, value: Any) -> str | None:
         return check_style(value, name)
     except FedjouleError as exc:
         raise ArgumentError(str(exc)) from None
+
+
 def tracking(name: str, value: Any) -> list[str] | None:
     """`--track tensorboard,mlflow` or track=["csv", "wandb"]: distinct tracker names
     (fedjoule.tracking.registry), or plug-in specs 'file.py:ClassName' (checked where the
@@ -220,9 +369,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
     allowed = f"{', '.join(names())} or a plug-in class 'file.py:ClassName'"
     for backend in given:
         if not backend:
-            raise ArgumentError(
-                f"{name}={shown(value)}: an empty tracker name; expected {allowed}"
-            )
+            raise ArgumentError(f"{name}={shown(value)}: an empty tracker name; expected {allowed}")
         if given.count(backend) > 1:
             raise ArgumentError(f"{name}={shown(value)}: {backend!r} is named twice")
         if is_spec(backend):

@@ -198,6 +198,7 @@ WorkersOption = Annotated[
     int | None,
     typer.Option(
         min=1,
+        max=arguments.MAX_WORKERS,
         help="Runs at once (default: local, cores // threads-per-run; ray, as many as the "
         "cluster's resources allow).",
     ),
@@ -206,6 +207,7 @@ ThreadsPerRunOption = Annotated[
     int,
     typer.Option(
         min=1,
+        max=arguments.MAX_THREADS,
         help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
         "backends and restarts for the same value.",
     ),
@@ -288,6 +290,7 @@ def run(
         int | None,
         typer.Option(
             min=1,
+            max=arguments.MAX_THREADS,
             help="CPU threads for torch (default: all cores). Use 1 when several runs share "
             "the machine: competing threads can slow small models tenfold.",
         ),
@@ -296,6 +299,7 @@ def run(
         float,
         typer.Option(
             min=0,
+            max=arguments.MAX_MEMORY_MB,
             help="Client state (SCAFFOLD c_i, FedDyn g_i, ...) kept in memory; beyond it rows "
             "spill to client_state.bin in the run folder.",
         ),
@@ -764,6 +768,7 @@ def capacity(
         int | None,
         typer.Option(
             min=1,
+            max=arguments.MAX_ROUNDS,
             help="System-only rounds simulated per candidate (default: enough that 20 "
             "observations lie above the quantile: ceil(20 / (1 - q)) over rounds, 400 at "
             "q = 0.95; ceil(20 / ((1 - q) m)) over clients, at least 20).",
@@ -875,6 +880,7 @@ def plan(
         int | None,
         typer.Option(
             min=1,
+            max=arguments.MAX_ROUNDS,
             help="Rounds cap of every learning run (default the scenario's training.rounds); "
             "a K that has not reached the target by then is reported as not reached.",
         ),

@@ -6,6 +6,8 @@ Every model name a scenario can use is a registry entry (fedjoule.plugins.REGIST
 here; `custom` calls the user's factory, `torchvision` an architecture of torchvision."""
 
 import difflib
+import pickle
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,10 +144,19 @@ def load_weights(module: nn.Module, path: str, what: str) -> None:
     read with weights_only=True (tensors only, no code), never downloaded."""
     try:
         state = torch.load(Path(path), weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:  # torch's text advises weights_only=False: not shown
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        held = f"holds a pickled {found.group(1)}" if found else "is not plain tensors"
+        raise FedjouleError(
+            f"model.weights {path}: refused, the file {held}; fedjoule loads only plain "
+            "tensors and state dicts (torch.save(model.state_dict(), path)) and never "
+            "unpickles code"
+        ) from None
     except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
         raise FedjouleError(
             f"model.weights {path}: cannot be read as a state_dict saved with torch.save "
-            f"(read with weights_only=True): {type(exc).__name__}: {exc}"
+            f"({type(exc).__name__}: {first})"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise FedjouleError(

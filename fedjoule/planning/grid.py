@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fedjoule.arguments import grid_size
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import relative_to, scenario_trust
 from fedjoule.scenarios.loading import apply_overrides, read_source, scenario_folder, validate
@@ -247,6 +248,7 @@ def _plan_points(source: str | Path, sets: list[str], axes: list[Axis]) -> list[
     raw, label = read_source(source)
     base = apply_overrides(raw, list(sets))
     validate(copy.deepcopy(base), label)  # a bad --set is reported as such
+    grid_size("--grid", {a.key: len(a.values) for a in axes})  # before listing the points
     main = [a for a in axes if not is_setting(a.key)]
     settings = [a for a in axes if is_setting(a.key)]
     for axis in main:  # each value alone first: the message names one key and value

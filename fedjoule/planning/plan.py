@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedjoule import __version__
+from fedjoule.arguments import ArgumentError, grid_cell, shown
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
@@ -70,17 +71,20 @@ def parse_numbers(option: str, text: str, kind: type, minimum: float | None = No
         try:
             value = kind(float(item)) if kind is float else int(item)
         except ValueError:
-            raise FedjouleError(
-                f"{option} {text!r}: {item!r} is not a{'n integer' if kind is int else ' number'}"
-                f"; give comma-separated values, e.g. {option} 1,2,5"
+            raise ArgumentError(
+                f"{option} {shown(text)}: {item!r} is not "
+                f"{'an integer' if kind is int else 'a number'}; give comma-separated "
+                f"values, e.g. {option} 1,2,5"
             ) from None
         if minimum is not None and value < minimum:
-            raise FedjouleError(f"{option} {text!r}: {item} is below the allowed minimum {minimum}")
+            raise ArgumentError(
+                f"{option} {shown(text)}: {item} is below the allowed minimum {minimum}"
+            )
         if kind is float and not math.isfinite(value):
-            raise FedjouleError(f"{option} {text!r}: {item} is not finite")
+            raise ArgumentError(f"{option} {shown(text)}: {item} is not finite")
         values.append(value)
     if len(set(values)) != len(values):
-        raise FedjouleError(f"{option} {text!r}: a value is repeated")
+        raise ArgumentError(f"{option} {shown(text)}: a value is repeated")
     return values
 
 
@@ -95,12 +99,7 @@ def parse_cells(text: str, snrs: list[float], bandwidths: list[float]) -> list[C
             cell = None
         if not sep or cell is None:
             raise FedjouleError(f"--cells {item!r}: expected SNR_DB:BANDWIDTH_HZ, e.g. 0:1e5")
-        if cell[0] not in snrs or cell[1] not in bandwidths:
-            raise FedjouleError(
-                f"--cells {item!r}: not a cell of the grid; allowed SNR (dB) {snrs}, "
-                f"bandwidths (Hz) {bandwidths}"
-            )
-        cells.append(cell)
+        cells.append(grid_cell(f"--cells {item!r}", *cell, snrs, bandwidths))
     return cells
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fedjoule.plugins import call_plugin
-from fedjoule.report.results import read_rounds
+from fedjoule.report.table import read_table
 from fedjoule.storage import write_text_atomically
 from fedjoule.tracking.registry import tracker_class
 from fedjoule.tracking.values import params, row_values, summary_numbers
@@ -166,9 +166,9 @@ def start_run(
     start = tracked.start(name, params(scenario.model_dump(mode="json")), parent, first_round)
     tracking = RunTracking(tracked, columns)
     if start < first_round:  # rounds saved but not logged before an interruption
-        for row in read_rounds(out / "rounds.csv", missing=None):
+        for row in read_table(out / "rounds.csv"):  # each cell as its text
             if start <= int(row["round"]) < first_round:
-                tracking.round(row)  # (cells read back give the same values)
+                tracking.round(row)  # the values the live row gave (row_values reads text)
     return tracking
 
 

@@ -30,7 +30,10 @@ def params(scenario_data: dict) -> dict[str, str | int | float | bool | None]:
 def row_values(row: dict, columns: list[str]) -> tuple[dict[str, float], dict[str, str]]:
     """A round's row as rounds.csv holds it: numeric cells (whole numbers as int, bools as
     0/1, nan and the infinities as such) and text cells (per-cell counts '3;1;0'); empty
-    cells are left out (not evaluated this round, or not applicable)."""
+    cells are left out (not evaluated this round, or not applicable). The values depend
+    only on each cell's text (report.table.cell), so the live row and the same row read
+    back from rounds.csv as text give the same values, types included (a resumed run
+    logging the rounds its trackers missed: tracking/session.py start_run)."""
     metrics: dict[str, float] = {}
     texts: dict[str, str] = {}
     for column in columns:
