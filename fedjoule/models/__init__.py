@@ -7,12 +7,12 @@ here; `custom` calls the user's factory, `torchvision` an architecture of torchv
 
 import difflib
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from fedjoule import rng
+from fedjoule.datafile import open_data_file
 from fedjoule.errors import FedjouleError
 from fedjoule.models.functional import FlatModel
 from fedjoule.models.templates import char_lstm, cnn, logistic, mlp, resnet18
@@ -141,7 +141,10 @@ def load_weights(module: nn.Module, path: str, what: str) -> None:
     """Load a local state_dict file (torch.save(model.state_dict(), path)) into `module`:
     read with weights_only=True (tensors only, no code), never downloaded."""
     try:
-        state = torch.load(Path(path), weights_only=True, map_location="cpu")
+        with open_data_file(path, "model.weights", "weights") as f:
+            state = torch.load(f, weights_only=True, map_location="cpu")
+    except FedjouleError:
+        raise
     except Exception as exc:
         raise FedjouleError(
             f"model.weights {path}: cannot be read as a state_dict saved with torch.save "
