@@ -28,6 +28,8 @@ UNITS_BPS = {"bit/s": 1.0, "kbit/s": 1e3, "Mbit/s": 1e6}
 PACKAGE_PREFIX = "package:"  # a trace shipped in fedjoule/channel/traces/
 _MAX_SAMPLES = 10_000_000
 MAX_TIME_S = 1e9  # a time column's span (s): about 32 years, the scenarios' bound on times
+MIN_STEP_S = 1e-6  # the finest sample spacing (s); finer, a period's bits round to nothing
+RATE_BPS = (1.0, 1e15)  # a rate other than 0: 1 bit/s to 1 Pbit/s (after unit and scale)
 
 
 def trace_path(file: str) -> Path:
@@ -176,9 +178,22 @@ def read_trace(
             f"{MAX_TIME_S:g} s (about 32 years) keeps every simulated time finite"
         )
     times_s = times_s - times_s[0]
-    rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
-    if not np.isfinite(rates_bps).all():
-        raise FedjouleError(f"{where}: a rate is not finite after unit and scale")
+    if (steps < MIN_STEP_S).any():
+        bad = int(np.flatnonzero(steps < MIN_STEP_S)[0]) + 1
+        raise FedjouleError(
+            f"{where}: sample {bad + 1} comes {steps[bad - 1]:g} s after the one before; "
+            f"samples are at least {MIN_STEP_S:g} s apart"
+        )
+    with np.errstate(over="ignore"):
+        rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
+    low, high = RATE_BPS
+    outside = (rates_bps != 0) & ~((rates_bps >= low) & (rates_bps <= high))
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise FedjouleError(
+            f"{where}: sample {bad + 1}'s rate is {rates_bps[bad]:g} bit/s after unit and "
+            f"scale; a rate is 0 or from {low:g} to {high:g} bit/s"
+        )
     if loop and not (rates_bps > 0).any():
         raise FedjouleError(f"{where}: every rate is 0; no transfer could ever finish")
     return ThroughputTrace(times_s, rates_bps, float(times_s[-1] + last_s), bool(loop))

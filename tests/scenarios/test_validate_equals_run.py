@@ -176,6 +176,11 @@ HOSTILE = {  # name: (settings from the folder t, what the one error line names)
                    and _link_trace(t / "l.csv")],
         "t spans inf s; at most 1e+09 s",
     ),
+    "link rate 5e-324 Mbit/s": (
+        lambda t: [(t / "l.csv").write_text("t,r\n0,5e-324\n1,5e-324\n")
+                   and _link_trace(t / "l.csv")],
+        "a rate is 0 or from 1 to 1e+15 bit/s",
+    ),
     "availability trace time 1e308": (
         lambda t: [BEHAVIOUR_TRACE, (t / "a.csv").write_text("client,start_s,end_s\n0,0,1e308\n")
                    and f"availability.trace_file={t / 'a.csv'}"],
