@@ -7,6 +7,7 @@ here; `custom` calls the user's factory, `torchvision` an architecture of torchv
 
 import difflib
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -140,11 +141,9 @@ def _custom(input_shape, n_classes, config):
 def load_weights(module: nn.Module, path: str, what: str) -> None:
     """Load a local state_dict file (torch.save(model.state_dict(), path)) into `module`:
     read with weights_only=True (tensors only, no code), never downloaded."""
+    open_data_file(path, "model.weights", "weights").close()  # no FIFO, no device, bounded
     try:
-        with open_data_file(path, "model.weights", "weights") as f:
-            state = torch.load(f, weights_only=True, map_location="cpu")
-    except FedjouleError:
-        raise
+        state = torch.load(Path(path), weights_only=True, map_location="cpu")
     except Exception as exc:
         raise FedjouleError(
             f"model.weights {path}: cannot be read as a state_dict saved with torch.save "
