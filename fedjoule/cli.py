@@ -1262,15 +1262,25 @@ def traces_convert(
     """Write a FedScale trace (pickle, read without running code; JSON; CSV) as JSON,
     checked entry by entry. Exit code 2, naming the file and the global, for a pickle that
     names anything but dicts, lists, numbers and strings."""
-    from pathlib import Path
+    import os
 
     from fedjoule.devices.fedscale import to_json_text
     from fedjoule.storage import write_text_atomically
 
     if not out.strip():
         raise FedjouleError("--out: give the JSON file to write")
+    target = Path(out)
+    if not target.absolute().parent.is_dir():  # checked before the trace is read
+        raise FedjouleError(f"--out {out}: no folder {target.parent} to write it in; make it")
+    if not os.access(target.absolute().parent, os.W_OK | os.X_OK):
+        raise FedjouleError(f"--out {out}: the folder {target.parent} is not writable")
+    if target.exists() and not target.is_file():  # a folder, a device: never replaced
+        raise FedjouleError(f"--out {out}: not a regular file; give the JSON file to write")
     text, kind, clients = to_json_text(file)
-    write_text_atomically(Path(out), text)
+    try:
+        write_text_atomically(target, text)
+    except OSError as exc:
+        raise FedjouleError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     console.print(f"{file}: {kind} trace of {clients} clients -> {out}", soft_wrap=True)
 
 

@@ -9,6 +9,7 @@ the airtime of S bits started at t0 is the first t with integral_{t0}^{t0 + t} r
 """
 
 import csv
+import io
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -20,11 +21,15 @@ import numpy as np
 import simpy
 
 from fedjoule.channel.medium import TransmissionAborted, _check_bits
+from fedjoule.datafile import read_data_text
 from fedjoule.errors import FedjouleError
 
 UNITS_BPS = {"bit/s": 1.0, "kbit/s": 1e3, "Mbit/s": 1e6}
 PACKAGE_PREFIX = "package:"  # a trace shipped in fedjoule/channel/traces/
 _MAX_SAMPLES = 10_000_000
+MAX_TIME_S = 1e9  # a time column's span (s): about 32 years, the scenarios' bound on times
+MIN_STEP_S = 1e-6  # the finest sample spacing (s); finer, a period's bits round to nothing
+RATE_BPS = (1.0, 1e15)  # a rate other than 0: 1 bit/s to 1 Pbit/s (after unit and scale)
 
 
 def trace_path(file: str) -> Path:
@@ -123,8 +128,10 @@ def read_trace(
     whose rate is empty are skipped. Errors name `field`, the file and the first bad row."""
     path = trace_path(file)
     where = f"{field}.file {file}"
+    text = read_data_text(path, f"{field}.file", "trace", errors="replace")
+    line = 1
     try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
             for name, what in ((column, "column"), (time_column, "time_column")):
@@ -150,12 +157,13 @@ def read_trace(
                 rates.append(rate)
                 if len(rates) > _MAX_SAMPLES:
                     raise FedjouleError(f"{where}: more than {_MAX_SAMPLES:,} samples")
-    except OSError as exc:
-        raise FedjouleError(f"{where}: {exc.strerror or exc}") from exc
+    except csv.Error as exc:
+        raise FedjouleError(f"{where}, line {line}: not a readable CSV ({str(exc)[:80]})") from None
     if not rates:
         raise FedjouleError(f"{where}: no sample in column {column!r}")
     times_s = np.asarray(times, dtype=float)
-    steps = np.diff(times_s)
+    with np.errstate(over="ignore"):  # +-1e308: an infinite span, refused below
+        steps = np.diff(times_s)
     if (steps <= 0).any():
         bad = int(np.flatnonzero(steps <= 0)[0]) + 1
         raise FedjouleError(
@@ -163,10 +171,29 @@ def read_trace(
             f"({times_s[bad]:g}) does not"
         )
     last_s = float(np.median(steps)) if len(steps) else 1.0
+    span_s = float(times_s[-1]) - float(times_s[0])  # inf past float64's range
+    if span_s > MAX_TIME_S:
+        raise FedjouleError(
+            f"{where}: {time_column} spans {span_s:g} s; at most "
+            f"{MAX_TIME_S:g} s (about 32 years) keeps every simulated time finite"
+        )
     times_s = times_s - times_s[0]
-    rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
-    if not np.isfinite(rates_bps).all():
-        raise FedjouleError(f"{where}: a rate is not finite after unit and scale")
+    if (steps < MIN_STEP_S).any():
+        bad = int(np.flatnonzero(steps < MIN_STEP_S)[0]) + 1
+        raise FedjouleError(
+            f"{where}: sample {bad + 1} comes {steps[bad - 1]:g} s after the one before; "
+            f"samples are at least {MIN_STEP_S:g} s apart"
+        )
+    with np.errstate(over="ignore"):
+        rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
+    low, high = RATE_BPS
+    outside = (rates_bps != 0) & ~((rates_bps >= low) & (rates_bps <= high))
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise FedjouleError(
+            f"{where}: sample {bad + 1}'s rate is {rates_bps[bad]:g} bit/s after unit and "
+            f"scale; a rate is 0 or from {low:g} to {high:g} bit/s"
+        )
     if loop and not (rates_bps > 0).any():
         raise FedjouleError(f"{where}: every rate is 0; no transfer could ever finish")
     return ThroughputTrace(times_s, rates_bps, float(times_s[-1] + last_s), bool(loop))

@@ -1,11 +1,13 @@
 """UCI Adult (census income) as one-hot, standardised tensors."""
 
 import csv
+import io
 import pathlib
 
 import numpy as np
 import torch
 
+from fedjoule.datafile import read_data_text
 from fedjoule.errors import FedjouleError
 
 # Column order of adult.data / adult.test (adult.names); the 15th column is the label.
@@ -27,12 +29,16 @@ def _read_rows(path: pathlib.Path) -> list[list[str]]:
             f"folder holding adult/adult.data and adult/adult.test."
         )
     rows = []
-    with path.open(newline="") as f:
-        for row in csv.reader(f, skipinitialspace=True):
-            fields = [v.strip() for v in row]
-            if len(fields) != len(ADULT_COLUMNS) + 1 or "?" in fields:
-                continue  # blank line, the '|1x3 Cross validator' header, or missing values
-            rows.append(fields)
+    text = read_data_text(path, "UCI Adult file", "dataset")
+    try:
+        table = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
+    except csv.Error as exc:
+        raise FedjouleError(f"UCI Adult file {path}: not a readable CSV ({exc})") from None
+    for row in table:
+        fields = [v.strip() for v in row]
+        if len(fields) != len(ADULT_COLUMNS) + 1 or "?" in fields:
+            continue  # blank line, the '|1x3 Cross validator' header, or missing values
+        rows.append(fields)
     if not rows:
         raise FedjouleError(f"UCI Adult file {path} holds no usable rows; re-download it from "
                             f"{ADULT_URL}.")

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fedjoule.data.loaded import LoadedData
+from fedjoule.datafile import read_data_text
 from fedjoule.errors import FedjouleError
 
 TEST_FRACTION = 0.2
@@ -39,16 +40,7 @@ _CACHE_SIZE = 4
 
 
 def read_text(path: str | pathlib.Path) -> str:
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise FedjouleError(
-            f"dataset.root: {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
-            "convert it, e.g. iconv -f latin1 -t utf-8"
-        ) from None
-    except OSError as exc:
-        raise FedjouleError(f"dataset.root: cannot read {path}: {exc.strerror or exc}") from None
+    text = read_data_text(path, "dataset.root", "dataset")
     if len(text) < 2:
         raise FedjouleError(f"dataset.root: {path} holds {len(text)} characters; too few")
     return text

@@ -157,15 +157,16 @@ def open_or_fail(
     is the path torchvision reads under `root`; `folder` (default: root/<its first
     component>) is what a download creates, removed again after a failed one when it did
     not exist before. `download` None: the dataset cannot download (opener then takes
-    download=None and must not pass it on)."""
+    download=None and must not pass it on). A module the class imports that is not
+    installed (LSUN's lmdb, SVHN's scipy) is a FedjouleError naming it."""
     try:
-        return opener(download=False if download is not None else None)
+        return _needing_modules(what, opener, False if download is not None else None)
     except (RuntimeError, OSError) as missing:
         reason = f"not found ({_one_line(missing)})"
     if download:
         created = _first_missing(folder or root / layout.split("/")[0])
         try:
-            return opener(download=True)
+            return _needing_modules(what, opener, True)
         except (RuntimeError, OSError) as failed:  # URLError is an OSError
             reason = f"not found and the download failed ({_one_line(failed)})"
             if created is not None:  # leave no empty folders behind a failed download
@@ -183,6 +184,18 @@ def open_or_fail(
         f"{what} is {reason} under the data folder {root}. To fix: {fix}, or point "
         f"FEDJOULE_DATA_DIR / --data-dir at a folder that already holds it."
     )
+
+
+def _needing_modules(what: str, opener, download):
+    try:
+        return opener(download=download)
+    except ImportError as exc:  # ModuleNotFoundError too: an optional module of the class
+        module = exc.name or _one_line(exc)
+        raise FedjouleError(
+            f"{what} needs the Python module {module!r}, which is not installed here "
+            f"({_one_line(exc)[:120]}); install the package that provides it, or "
+            "choose another dataset"
+        ) from None
 
 
 def _first_missing(path: pathlib.Path) -> pathlib.Path | None:

@@ -34,8 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fedjoule.datafile import open_data_file, read_data_text
 from fedjoule.devices.availability import IntervalReplay
 from fedjoule.errors import FedjouleError
+from fedjoule.scenarios.yaml_reader import short
 
 CAPACITY_FIELDS = ("computation", "communication")
 BEHAVIOUR_FIELDS = ("duration", "inactive", "finish_time", "active", "model")
@@ -43,6 +45,14 @@ KINDS = ("capacity", "behaviour")
 # FedScale's augmentation factor: a training sample costs 3 inference passes
 TRAINING_PER_INFERENCE = 3.0
 _MAX_ENTRIES = 10_000_000
+# the most values a trace may hold, each container counted as often as it is referenced
+# (what the JSON form writes out): FedScale's behaviour trace holds a few million
+_MAX_VALUES = 50_000_000
+_MAX_DEPTH = 3  # client_id -> fields -> a list of numbers
+# the ranges of the fields (outside them a run's times overflow or lose all precision)
+COMPUTATION_MS = (1e-6, 1e6)  # ms per inference sample: 1 ns to 1,000 s
+COMMUNICATION_KBPS = (1e-3, 1e9)  # kbit/s: 1 bit/s to 1 Tbit/s
+MAX_TIME_S = 1e9  # behaviour times (s): about 32 years, the scenario's bound on times
 
 
 class _Refused(Exception):
@@ -70,7 +80,7 @@ def read_pickle(path: str | Path):
     """A pickle's content, refusing any global (FedjouleError naming the file and it)."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open_data_file(path, "", "trace") as f:
             content = _PlainUnpickler(f, encoding="latin1").load()
     except _Refused as refused:
         raise FedjouleError(
@@ -78,38 +88,86 @@ def read_pickle(path: str | Path):
             "a FedScale trace holds only dicts, lists, numbers and strings, and fedjoule "
             "never loads anything else from a pickle (nothing in it was run)"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise FedjouleError(f"{_shown(path)}: {getattr(exc, 'strerror', None) or exc}") from None
-    except Exception as exc:  # a truncated or non-pickle file
+    except FedjouleError:
+        raise
+    except OSError as exc:
+        raise FedjouleError(f"{_shown(path)}: {exc.strerror or exc}") from None
+    except (Exception, RecursionError) as exc:  # a truncated or non-pickle file
         raise FedjouleError(
             f"{_shown(path)}: not a readable pickle ({type(exc).__name__})"
         ) from None
-    try:
-        _check_plain(content, path, "")
-    except RecursionError:
-        raise FedjouleError(f"{_shown(path)}: nested too deeply for a FedScale trace") from None
+    _check_plain(content, path)
     return content
 
 
-def _check_plain(value, path: Path, where: str) -> None:
-    """Dicts, lists (tuples), numbers and strings only, all the way down."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _check_plain(key, path, where)
-            _check_plain(item, path, f"{where}[{key!r}]"[:120])
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _check_plain(item, path, f"{where}[{i}]")
-    elif isinstance(value, bool) or not isinstance(value, int | float | str):
+def _check_plain(content, path: Path) -> None:
+    """Dicts, lists (tuples), numbers and strings only, at most _MAX_DEPTH containers deep
+    and _MAX_VALUES values counted as written out, no container inside itself. Each
+    container is walked once (a pickle may reference one list from many places), so this
+    takes time linear in the file, however often its lists are shared."""
+    measured: dict[int, tuple[int, int]] = {}  # id(container) -> (values written, height)
+    open_ids: set[int] = set()  # containers whose children are being walked
+    stack = [(content, 1, "", False)]  # (value, depth, where, its children are measured)
+    while stack:
+        value, depth, where, done = stack.pop()
+        if not isinstance(value, dict | list | tuple):
+            _check_scalar(value, path, where)
+            continue
+        if done:
+            children = value.values() if isinstance(value, dict) else value
+            sizes = [measured.get(id(v), (1, 0)) for v in children]
+            values = 1 + len(sizes) * isinstance(value, dict) + sum(n for n, _ in sizes)
+            measured[id(value)] = (values, 1 + max((h for _, h in sizes), default=0))
+            open_ids.discard(id(value))
+            if values > _MAX_VALUES:
+                raise FedjouleError(
+                    f"{_shown(path)}: more than {_MAX_VALUES:,} values (counting a list as "
+                    "often as it is referenced); no FedScale trace is that large"
+                )
+            continue
+        if id(value) in open_ids:
+            raise FedjouleError(f"{_shown(path)}, entry {where[:120]}: contains itself")
+        height = measured[id(value)][1] if id(value) in measured else 1
+        if depth + height - 1 > _MAX_DEPTH:
+            raise FedjouleError(
+                f"{_shown(path)}, entry {where[:120]}: nested deeper than a FedScale trace "
+                "(client_id -> fields -> a list of numbers)"
+            )
+        if id(value) in measured:
+            continue
+        open_ids.add(id(value))
+        stack.append((value, depth, where, True))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                _check_scalar(key, path, where)
+                if depth == 1 and not _is_client_id(key):
+                    raise FedjouleError(
+                        f"{_shown(path)}: client id {short(key, 40)} is not a string or an "
+                        "integer of at most 64 bits"
+                    )
+                stack.append((item, depth + 1, f"{where}[{short(key, 40)}]", False))
+        else:
+            for i, item in enumerate(value):
+                stack.append((item, depth + 1, f"{where}[{i}]", False))
+
+
+def _is_client_id(key) -> bool:
+    return isinstance(key, str) or (
+        isinstance(key, int) and not isinstance(key, bool) and key.bit_length() <= 64
+    )
+
+
+def _check_scalar(value, path: Path, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise FedjouleError(
-            f"{_shown(path)}{', entry ' + where if where else ''}: a {type(value).__name__} "
-            "where a FedScale trace holds only dicts, lists, numbers and strings"
+            f"{_shown(path)}{', entry ' + where[:120] if where else ''}: a "
+            f"{type(value).__name__} where a FedScale trace holds only dicts, lists, numbers "
+            "and strings"
         )
 
 
 def _read_csv(path: Path) -> dict:
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    rows = list(csv.DictReader(io.StringIO(read_data_text(path, "", "trace"), newline="")))
     out = {}
     for line, row in enumerate(rows, start=2):
         key = (row.get("client_id") or "").strip()
@@ -145,16 +203,16 @@ def read_raw(path: str | Path) -> dict:
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            with open(path, encoding="utf-8") as f:
-                content = json.load(f)
+            content = json.loads(read_data_text(path, "", "trace"))
+            _check_plain(content, path)
         elif suffix == ".csv":
             content = _read_csv(path)
         else:
             content = read_pickle(path)
-    except OSError as exc:
-        raise FedjouleError(f"{_shown(path)}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, csv.Error, ValueError) as exc:
+    except (json.JSONDecodeError, csv.Error, ValueError) as exc:
         raise FedjouleError(f"{_shown(path)}: not readable ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise FedjouleError(f"{_shown(path)}: nested too deeply for a FedScale trace") from None
     if not isinstance(content, dict) or not content:
         raise FedjouleError(
             f"{_shown(path)}: a FedScale trace is a non-empty mapping client_id -> fields, "
@@ -178,28 +236,39 @@ def _sorted_ids(content: dict) -> list:
     keys = list(content)
     try:
         return sorted(keys, key=lambda k: int(k))
-    except (TypeError, ValueError):
-        return sorted(keys, key=str)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an id of inf
+        return sorted(keys, key=lambda k: (type(k).__name__, short(k)))
 
 
-def _positive(value, path: Path, key, name: str, allow_zero: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value >= 0 if allow_zero else value > 0)
+def _in_range(value, path: Path, key, name: str, low: float, high: float, low_open=True):
+    """`value` as a float in (low, high] (or [low, high] with low_open False), or a
+    FedjouleError naming the file, the client, the field and the range."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    try:
+        number = float(value) if ok else math.nan
+    except OverflowError:  # an integer of hundreds of digits
+        number = math.nan
+    ok = ok and (low < number if low_open else low <= number) and number <= high
     if not ok:
-        need = "a number >= 0" if allow_zero else "a positive number"
+        allowed = f"{'(' if low_open else '['}{low:g}, {high:g}]"
         raise FedjouleError(
-            f"{_shown(path)}: client {str(key)[:40]}: {name} {str(value)[:40]!r} is not {need}"
+            f"{_shown(path)}: client {_client(key)}: {name} {short(value, 40)} is not a number "
+            f"in {allowed}"
         )
-    return float(value)
+    return number
+
+
+def _client(key) -> str:
+    return short(key, 40).strip("'")
 
 
 def _entry(content: dict, key, path: Path, fields: tuple[str, ...]) -> dict:
     entry = content[key]
     if not isinstance(entry, dict):
-        raise FedjouleError(f"{_shown(path)}: client {str(key)[:40]}: not a mapping of fields")
+        raise FedjouleError(f"{_shown(path)}: client {_client(key)}: not a mapping of fields")
     missing = [name for name in fields if name not in entry]
     if missing:
-        raise FedjouleError(f"{_shown(path)}: client {str(key)[:40]}: missing {', '.join(missing)}")
+        raise FedjouleError(f"{_shown(path)}: client {_client(key)}: missing {', '.join(missing)}")
     return entry
 
 
@@ -218,8 +287,12 @@ class CapacityTrace:
         seconds, rates = [], []
         for key in self.ids:
             entry = _entry(content, key, path, CAPACITY_FIELDS)
-            seconds.append(_positive(entry["computation"], path, key, "computation") / 1e3)
-            rates.append(_positive(entry["communication"], path, key, "communication") * 1e3)
+            ms = _in_range(entry["computation"], path, key, "computation", *COMPUTATION_MS, False)
+            kbps = _in_range(
+                entry["communication"], path, key, "communication", *COMMUNICATION_KBPS, False
+            )
+            seconds.append(ms / 1e3)
+            rates.append(kbps * 1e3)
         self.inference_s_per_sample = np.asarray(seconds)
         self.rate_bps = np.asarray(rates)
 
@@ -255,20 +328,20 @@ class BehaviourReplay(IntervalReplay):
             active, inactive = entry["active"], entry["inactive"]
             if not isinstance(active, list | tuple) or not isinstance(inactive, list | tuple):
                 raise FedjouleError(
-                    f"{_shown(path)}: client {str(key)[:40]}: active and inactive must be lists"
+                    f"{_shown(path)}: client {_client(key)}: active and inactive must be lists"
                 )
             if len(active) != len(inactive) or not active:
                 raise FedjouleError(
-                    f"{_shown(path)}: client {str(key)[:40]}: active ({len(active)}) and "
+                    f"{_shown(path)}: client {_client(key)}: active ({len(active)}) and "
                     f"inactive ({len(inactive)}) must be non-empty lists of one length"
                 )
-            period = _positive(entry["finish_time"], path, key, "finish_time")
-            starts = [_positive(t, path, key, "active", True) for t in active]
-            ends = [_positive(t, path, key, "inactive", True) for t in inactive]
+            period = _in_range(entry["finish_time"], path, key, "finish_time", 0, MAX_TIME_S)
+            starts = [_in_range(t, path, key, "active", 0, MAX_TIME_S, False) for t in active]
+            ends = [_in_range(t, path, key, "inactive", 0, MAX_TIME_S, False) for t in inactive]
             for i, (t0, t1) in enumerate(zip(starts, ends, strict=True)):
                 if t1 < t0 or (i and t0 < ends[i - 1]) or t1 > period:
                     raise FedjouleError(
-                        f"{_shown(path)}: client {str(key)[:40]}: interval {i} [{t0:g}, "
+                        f"{_shown(path)}: client {_client(key)}: interval {i} [{t0:g}, "
                         f"{t1:g}] must follow the previous and end by finish_time {period:g}"
                     )
             self._period.append(period)
@@ -319,8 +392,8 @@ def is_fedscale_file(path: str) -> bool:
     if path.suffix.lower() != ".csv":
         return True
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            header = f.readline(10_000)
-    except (OSError, ValueError):
+        with open_data_file(path, "", "trace") as f:
+            header = f.readline(10_000).decode("utf-8", "replace")
+    except (OSError, ValueError, FedjouleError):
         return False
     return "active" in [name.strip() for name in header.split(",")]

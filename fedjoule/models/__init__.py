@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from fedjoule import rng
+from fedjoule.datafile import open_data_file
 from fedjoule.errors import FedjouleError
 from fedjoule.models.functional import FlatModel
 from fedjoule.models.templates import char_lstm, cnn, logistic, mlp, resnet18
@@ -142,6 +143,7 @@ def _custom(input_shape, n_classes, config):
 def load_weights(module: nn.Module, path: str, what: str) -> None:
     """Load a local state_dict file (torch.save(model.state_dict(), path)) into `module`:
     read with weights_only=True (tensors only, no code), never downloaded."""
+    open_data_file(path, "model.weights", "weights").close()  # no FIFO, no device, bounded
     try:
         state = torch.load(Path(path), weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as exc:  # torch's text advises weights_only=False: not shown

@@ -1389,6 +1389,19 @@ class TrackingSection(Section):
     )
 
     @model_validator(mode="after")
+    def _writable_folder(self):
+        """An absolute folder is checked here, by validate as by run (a relative one, under
+        the run's folder, by run before it makes that folder)."""
+        from fedjoule.tracking.session import check_tracking_folder
+
+        try:
+            check_tracking_folder(self, None)
+        except FedjouleError as exc:
+            message = str(exc).removeprefix("tracking.")
+            raise PydanticCustomError("cross_field", "{message}", {"message": message}) from None
+        return self
+
+    @model_validator(mode="after")
     def _resolve_backends(self):
         from fedjoule.tracking.registry import tracker_class
 
@@ -1480,8 +1493,8 @@ class ProtocolSection(Section):
         None,
         ge=1,
         le=MAX_CLIENTS,
-        description="buffered: arrivals per aggregation K (null: training.clients_per_round; "
-        "FedBuff uses 10).",
+        description="buffered: arrivals per aggregation K, at most protocol.concurrency "
+        "(null: training.clients_per_round; FedBuff uses 10).",
     )
     server_lr: float | None = Field(
         None, gt=0, le=1_000, description="buffered: the server learning rate (null: 1)."
@@ -1602,6 +1615,13 @@ def _protocol_round(v) -> Iterator[tuple[str, str]]:
     if p.concurrency is not None and p.concurrency > n:
         yield "protocol.concurrency", f"protocol.concurrency ({p.concurrency}) exceeds " \
             f"population.size ({n})"
+    m = v.training.clients_per_round
+    in_flight, buffer = min(p.concurrency or m, n), p.buffer_size or m
+    if p.kind == "buffered" and buffer > in_flight:
+        shown = f"{buffer}" if p.buffer_size else f"null: training.clients_per_round, {buffer}"
+        yield "protocol.buffer_size", f"protocol.buffer_size ({shown}) exceeds the clients " \
+            f"in flight ({in_flight}, protocol.concurrency): a version would wait for more " \
+            "arrivals than there are clients training at once; at most that many"
 
 
 def _clients_per_round(v) -> Iterator[tuple[str, str]]:

@@ -362,6 +362,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        if "maximum nesting depth" in what:  # libyaml >= 0.2.5 scans ahead to its 1,000 levels
+            what = f"nested more than {MAX_DEPTH} levels deep"
         return one_line(where + what, 200)
     return one_line(str(exc), 200)
 

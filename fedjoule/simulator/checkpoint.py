@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fedjoule import __version__
+from fedjoule.datafile import open_data_file
 from fedjoule.errors import FedjouleError
 from fedjoule.storage import replace_atomically
 
@@ -83,6 +84,7 @@ def read_checkpoint(path: Path, mmap: bool = False) -> dict:
     import torch
 
     path = Path(path)
+    open_data_file(path, "checkpoint", "weights").close()  # a regular file: no FIFO, no device
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:

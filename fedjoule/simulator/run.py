@@ -21,6 +21,7 @@ from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically
+from fedjoule.tracking.session import check_tracking_folder
 from fedjoule.tracking.session import start_run as start_tracking
 
 CHECKPOINT = checkpoint.NAME
@@ -78,6 +79,8 @@ def run_scenario(
         assert scenario is not None
         out = Path(out_dir) if out_dir else stamped_folder("runs", scenario.name)
         refuse_occupied(out)
+        if tracking_parent is None:  # (a sweep's run writes in its parent's folder)
+            check_tracking_folder(scenario.tracking, out)
 
     world = build_world(scenario, data_dir=data_dir, device=device, executor=executor)
     out.mkdir(parents=True, exist_ok=True)

@@ -275,6 +275,16 @@ def first_line(exc: Exception) -> str:
     return text[0][:300] if text else ""
 
 
+def check_protocol_model(kind: str, model: FlatModel) -> None:
+    """async and buffered do not carry running statistics (batch norm) yet: refused when
+    the world is built, so that validate says what run says."""
+    if kind in ("async", "buffered") and model.flat_buffers().numel():
+        raise FedjouleError(
+            f"protocol.kind={kind} does not run models with running statistics (batch norm) "
+            "yet; use protocol.kind=sync or hierarchical, or a model without batch norm"
+        )
+
+
 def check_data_fits(scenario: Scenario) -> None:
     """Refuse a synthetic dataset larger than this machine's memory, before making it
     (10 million clients x 200 samples would otherwise end in the kernel's OOM killer)."""
@@ -299,6 +309,7 @@ def build_world(
     check_data_fits(scenario)
     data = build_federated_data(scenario.dataset, n, seed, data_dir)
     model, w0 = build_model(scenario.model, data.input_shape, data.n_classes, seed)
+    check_protocol_model(scenario.protocol.kind, model)
     model.module.to(torch_device)
     population = sample_population(scenario.population, seed)
     flops = scenario.model.forward_flops_per_sample or model.forward_flops_per_sample(

@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from fedjoule.errors import FedjouleError
+from fedjoule.folders import check_out_folder
 from fedjoule.plugins import call_plugin
 from fedjoule.report.table import read_table
 from fedjoule.storage import write_text_atomically
@@ -35,6 +37,25 @@ def tracking_folder(section, out: Path) -> Path:
     """Where a run's (or a sweep's) trackers write: tracking.folder, relative to `out`."""
     folder = Path(section.folder).expanduser()
     return (folder if folder.is_absolute() else Path(out) / folder).resolve()
+
+
+def check_tracking_folder(section, out: Path | None) -> None:
+    """FedjouleError when the trackers could not write in tracking.folder: a NUL byte in
+    its name, or a folder that cannot be made or written (folders.check_out_folder).
+    Creates nothing; a relative folder is checked under `out` (None: only an absolute
+    one is checked), so that a run is refused before its own folder is made."""
+    if "\x00" in section.folder:
+        raise FedjouleError("tracking.folder: the name holds a NUL byte; give a folder's path")
+    if not section.backends:
+        return
+    try:
+        folder = Path(section.folder).expanduser()
+        if out is None and not folder.is_absolute():
+            return
+        check_out_folder(tracking_folder(section, out or Path.cwd()))
+    except (OSError, RuntimeError, FedjouleError) as exc:  # RuntimeError: no home (~)
+        why = str(exc) if isinstance(exc, FedjouleError) else type(exc).__name__
+        raise FedjouleError(f"tracking.folder {section.folder[:200]}: {why}") from None
 
 
 class Tracked:

@@ -195,7 +195,7 @@ def test_behaviour_trace_replays_each_clients_own_period(tmp_path):
         (
             "capacity",
             {**CAPACITY, 2: {"computation": -3.0, "communication": 1.0}},
-            r"client 2: computation '-3.0' is not a positive number",
+            r"client 2: computation -3.0 is not a number in \[1e-06, 1e\+06\]",
         ),
         ("capacity", {**CAPACITY, 3: {"computation": 1.0}}, "client 3: missing communication"),
         (
