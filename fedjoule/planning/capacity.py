@@ -20,11 +20,11 @@ import numpy as np
 
 from fedjoule import rng
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import finite_or_none
+from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
 from fedjoule.simulator.engine import selection_size
-from fedjoule.simulator.system import SystemEngine
+from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 
@@ -107,8 +107,9 @@ def common_select(engine, candidates: np.ndarray, r: int, fallback) -> np.ndarra
 
 class SimpyCommonDraws(SimpySystemSimulation):
     """The SimPy system engine with CommonDrawsEngine's selection: capacity's engine for
-    what the numpy engine does not model (co-channel interference, link traces, FedScale
-    capacity traces: each rate follows the others' transmissions or a measured series)."""
+    what the numpy engine does not model (engine_of). A client's energy in a round is
+    what the round's row charged it (the ledger's change: its radio tails settled at the
+    round's end and between rounds included), so the figures add up to the rows."""
 
     def __init__(self, world: SystemWorld) -> None:
         super().__init__(world)
@@ -118,38 +119,48 @@ class SimpyCommonDraws(SimpySystemSimulation):
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
         return common_select(self, candidates, r, super().select)
 
-    def play_round(self, env, r: int):
-        row = yield from super().play_round(env, r)
-        self.last_clients = _records_as_arrays(self.last_records)
-        return row
-
     def run_rounds(self, rounds: int, collect) -> None:
+        before = self.spent_j()
+
         def on_round(row: dict) -> None:
+            nonlocal before
             self.sim_time_s = row["sim_time_end_s"]
+            now = self.spent_j()
+            self.last_clients = _records_as_arrays(self.last_records, now - before)
+            before = now
             collect(row)
 
         self.run(rounds, on_round)
 
+    def spent_j(self) -> np.ndarray:
+        """Each client's energy in the rows so far (every kind of the rows' totals)."""
+        return sum(self.ledger[name] for name in ENERGY_FIELDS)
 
-def _records_as_arrays(records) -> SimpleNamespace:
-    """A SimPy round's client records as the numpy engine's per-round arrays."""
+
+def _records_as_arrays(records, spent_j: np.ndarray) -> SimpleNamespace:
+    """A SimPy round's client records as the numpy engine's per-round arrays; `spent_j`:
+    every client's energy charged in the round (outside clients' radio tails too)."""
+    clients = np.array([rec.client for rec in records], dtype=int)
     return SimpleNamespace(
-        client=np.array([rec.client for rec in records], dtype=int),
+        client=clients,
         cell=np.array([rec.cell for rec in records], dtype=int),
         outcome=np.array([rec.outcome for rec in records], dtype=object),
         end_s=np.array([rec.end_s for rec in records], dtype=float),
-        energy_total_j=np.array([rec.energy_total_j for rec in records], dtype=float),
+        energy_total_j=spent_j[clients],
         uplink_airtime_s=np.array([rec.uplink_airtime_s for rec in records], dtype=float),
+        spent_j=spent_j,
     )
 
 
-def needs_simpy(scenario: Scenario) -> bool:
-    """The scenario has what only the SimPy engine models, for capacity's figures."""
-    return (
-        getattr(scenario.channel, "interference", "none") == "cochannel"
-        or getattr(scenario.channel, "trace", None) is not None
-        or getattr(scenario.population, "capacity_trace", None) is not None
-    )
+def engine_of(scenario: Scenario) -> tuple[str, list[str]]:
+    """The engine capacity's candidates play on, and why not the numpy engine: the SimPy
+    engine without training for a protocol other than sync, or for what the numpy engine
+    does not model (system.unmodelled: co-channel interference, link and capacity traces,
+    radios with states or throughput-dependent power)."""
+    reasons = unmodelled(scenario)
+    if scenario.protocol.kind != "sync":
+        reasons = [f"protocol.kind={scenario.protocol.kind}", *reasons]
+    return ("simpy" if reasons else "numpy"), reasons
 
 
 def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float) -> dict:
@@ -163,7 +174,7 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     does with co-channel interference, link traces and FedScale capacity traces."""
     if scenario.protocol.kind != "sync":
         return evaluate_protocol(world, scenario, rounds, quantile)
-    if needs_simpy(scenario):  # each rate follows the other cells or a measured series
+    if engine_of(scenario)[0] == "simpy":  # what the numpy engine does not model
         engine = SimpyCommonDraws(dataclasses.replace(world, scenario=scenario))
     else:
         engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
@@ -188,7 +199,10 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         device_energy.extend(spent.tolist())
         airtime[:] += np.bincount(clients.cell, clients.uplink_airtime_s, minlength=n_cells)
         classes = pop.class_index[clients.client]
-        class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
+        if hasattr(clients, "spent_j"):  # SimPy: radio tails of clients outside the round
+            class_energy[:] += np.bincount(pop.class_index, clients.spent_j, minlength=n_classes)
+        else:
+            class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
         class_participations[:] += np.bincount(classes, minlength=n_classes)
 
     if isinstance(engine, SimpyCommonDraws):
@@ -442,7 +456,20 @@ def plan_capacity(
             for value in union:
                 run(plan, value)
     settings = plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds)
-    return assemble(plans, search, own_value, meets, settings)
+    return {**assemble(plans, search, own_value, meets, settings), **engine_notice(scenario)}
+
+
+def engine_notice(scenario: Scenario) -> dict:
+    """capacity.json's `engine` (numpy or simpy) and `engine_notice` (why the SimPy
+    engine, printed by the command; None on the numpy engine)."""
+    engine, reasons = engine_of(scenario)
+    notice = None
+    if reasons:
+        notice = (
+            "the candidates play on the SimPy engine without training (slower): the numpy "
+            "engine does not model " + "; ".join(reasons)
+        )
+    return {"engine": engine, "engine_notice": notice}
 
 
 def scan(plan: SeedPlan, values: list, run, larger_is_harder: bool) -> None:

@@ -25,6 +25,7 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import numpy_radio_reasons, transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
+from fedjoule.errors import FedjouleError
 from fedjoule.simulator.client import DROP_CAUSES
 from fedjoule.simulator.engine import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
@@ -45,6 +46,15 @@ def unsupported(scenario) -> list[str]:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:
         reasons.append("output.timeline_rounds (round timelines need every client's spans)")
+    return reasons + unmodelled(scenario)
+
+
+def unmodelled(scenario) -> list[str]:
+    """The physics the numpy engine does not model (empty: none): co-channel interference,
+    link and capacity traces, radios with states or throughput-dependent power. Any
+    system-only figure of such a scenario (run --no-train, fedjoule capacity) comes from
+    the SimPy engine."""
+    reasons = []
     if getattr(scenario.channel, "interference", "none") == "cochannel":
         reasons.append(
             "channel.interference=cochannel (each rate follows the other cells' transmissions "
@@ -80,6 +90,12 @@ class SystemEngine:
     """A system-only run between rounds: ledger, batteries, simulated time."""
 
     def __init__(self, world: SystemWorld):
+        reasons = unmodelled(world.scenario)
+        if reasons:  # its energies and times would be another model's: never silently
+            raise FedjouleError(
+                "the numpy system engine does not model " + "; ".join(reasons)
+                + "; use the SimPy system engine (simulator/system_simpy.py)"
+            )  # fmt: skip
         self.world = world
         n = world.population.size
         self.availability = vector_availability(world.scenario.availability, world)
