@@ -23,11 +23,12 @@ from fedjoule.errors import FedjouleError
 from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
-from fedjoule.simulator.engine import selection_size
+from fedjoule.simulator.engine import END_OF_RUN_TAIL, selection_size
 from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 
+ENERGY_KINDS = (*ENERGY_FIELDS, END_OF_RUN_TAIL)  # the ledger's kinds
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
 LARGEST = ("clients_per_round", "concurrency")  # searches for the largest value meeting
 OVER = ("clients", "rounds")  # what the time quantile is over
@@ -183,7 +184,7 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     durations, device_energy, client_times = [], [], []
     airtime = np.zeros(n_cells)
     class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
-    energy_rounds = []
+    energy_rounds, kinds_j = [], dict.fromkeys(ENERGY_KINDS, 0.0)
     selected = 0
 
     def collect(row: dict) -> None:
@@ -195,6 +196,7 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         client_times.extend((clients.end_s[arrived] - start_s).tolist())
         selected += len(clients.client)
         energy_rounds.append(row["energy_total_j"])
+        add_kinds(kinds_j, row)
         spent = clients.energy_total_j
         device_energy.extend(spent.tolist())
         airtime[:] += np.bincount(clients.cell, clients.uplink_airtime_s, minlength=n_cells)
@@ -209,9 +211,16 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         engine.run_rounds(rounds, collect)
     else:
         engine.run(rounds, collect)
-    lists = (durations, client_times, device_energy, energy_rounds, selected)
+    lists = (durations, client_times, device_energy, energy_rounds, selected, kinds_j)
     return figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip
+
+
+def add_kinds(kinds_j: dict, row: dict) -> None:
+    """Add a round's energy per kind (a kind the row lacks is 0: the end-of-run tail is
+    in the last row only)."""
+    for name in kinds_j:
+        kinds_j[name] += row.get(name, 0.0)
 
 
 def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float):
@@ -226,12 +235,14 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
     durations, device_energy, client_times, energy_rounds = [], [], [], []
     airtime = np.zeros(n_cells)
     class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
+    kinds_j = dict.fromkeys(ENERGY_KINDS, 0.0)
     selected = 0
 
     def collect(row: dict) -> None:
         nonlocal selected
         durations.append(row["sim_time_end_s"] - row["sim_time_start_s"])
         energy_rounds.append(row["energy_total_j"])
+        add_kinds(kinds_j, row)
         for rec in sim.last_records:
             selected += 1
             if rec.outcome == "arrived":
@@ -243,14 +254,14 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
             class_participations[c] += 1
 
     sim.run(rounds, collect)
-    lists = (durations, client_times, device_energy, energy_rounds, selected)
+    lists = (durations, client_times, device_energy, energy_rounds, selected, kinds_j)
     return figures_of(scenario, world, rounds, quantile, sim.progress.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip
 
 
 def figures_of(scenario, world, rounds, quantile, sim_time_s, lists, airtime, classes) -> dict:
     """The capacity figures from what a run collected."""
-    durations, client_times, device_energy, energy_rounds, selected = lists
+    durations, client_times, device_energy, energy_rounds, selected, kinds_j = lists
     class_energy, class_participations = classes
     pop = world.population
     n_classes = len(pop.class_names)
@@ -288,6 +299,9 @@ def figures_of(scenario, world, rounds, quantile, sim_time_s, lists, airtime, cl
         "arrivals": len(client_times),
         "device_energy_j": q_of(device_energy),
         "energy_per_round_j": finite_or_none(float(np.mean(energy_rounds))),
+        # the rows' energy per kind, per round (energy_per_round_j sums all but the
+        # end-of-run tail kept separate, energy.end_of_run_tail)
+        "energy_per_round_by_kind_j": {k: v / rounds for k, v in kinds_j.items()},
         "uplink_airtime_per_round_s": [finite_or_none(a) for a in airtime / rounds],
         "per_class": per_class,
     }
@@ -547,6 +561,8 @@ def mean_figures(figures: list[dict], seed_stats: dict) -> dict:
             out[key] = value
         elif key == "uplink_airtime_per_round_s":
             out[key] = [describe(f[key][c] for f in figures)["mean"] for c in range(len(value))]
+        elif key == "energy_per_round_by_kind_j":
+            out[key] = {k: describe(f[key][k] for f in figures)["mean"] for k in value}
         elif key == "per_class":
             out[key] = {
                 name: {k: describe(f[key][name][k] for f in figures)["mean"] for k in fields}
