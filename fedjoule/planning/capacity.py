@@ -1,7 +1,8 @@
 """Capacity planning without training (`fedjoule capacity`): rounds per hour, airtime per
 cell, energy per round and per device class, battery drain per day, and the largest
 clients_per_round (or smallest uplink bandwidth) meeting a round deadline and a per-device
-energy budget, from the numpy system engine (docs/system-engine.md#capacity).
+energy budget, from the numpy system engine, or the SimPy one for what the numpy engine
+does not model (engine_of; docs/system-engine.md#capacity).
 
 Every candidate of a seed plays the same world (positions, shadowing, devices) and the
 same per-round draws (availability, fading, selection keys: common random numbers), so
