@@ -28,6 +28,7 @@ from fedjoule.simulator.engine import END_OF_RUN_TAIL, selection_size
 from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.vector_radio import RadioBatteryStop
 
 ENERGY_KINDS = (*ENERGY_FIELDS, END_OF_RUN_TAIL)  # the ledger's kinds
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
@@ -148,7 +149,7 @@ def _records_as_arrays(records, spent_j: np.ndarray) -> SimpleNamespace:
         cell=np.array([rec.cell for rec in records], dtype=int),
         outcome=np.array([rec.outcome for rec in records], dtype=object),
         end_s=np.array([rec.end_s for rec in records], dtype=float),
-        energy_total_j=spent_j[clients],
+        energy_total_j=np.array([rec.energy_total_j for rec in records], dtype=float),
         uplink_airtime_s=np.array([rec.uplink_airtime_s for rec in records], dtype=float),
         spent_j=spent_j,
     )
@@ -157,8 +158,9 @@ def _records_as_arrays(records, spent_j: np.ndarray) -> SimpleNamespace:
 def engine_of(scenario: Scenario) -> tuple[str, list[str]]:
     """The engine capacity's candidates play on, and why not the numpy engine: the SimPy
     engine without training for a protocol other than sync, or for what the numpy engine
-    does not model (system.unmodelled: co-channel interference, link and capacity traces,
-    radios with states or throughput-dependent power)."""
+    does not model (system.unmodelled: co-channel interference, link and capacity
+    traces). A candidate where a client with radio states could reach its battery
+    threshold is played again on the SimPy engine (evaluate)."""
     reasons = unmodelled(scenario)
     if scenario.protocol.kind != "sync":
         reasons = [f"protocol.kind={scenario.protocol.kind}", *reasons]
@@ -175,11 +177,18 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     training (a round is a server version; a client's time runs from its dispatch); so it
     does with co-channel interference, link traces and FedScale capacity traces."""
     if scenario.protocol.kind != "sync":
-        return evaluate_protocol(world, scenario, rounds, quantile)
-    if engine_of(scenario)[0] == "simpy":  # what the numpy engine does not model
-        engine = SimpyCommonDraws(dataclasses.replace(world, scenario=scenario))
-    else:
-        engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
+        return {**evaluate_protocol(world, scenario, rounds, quantile), "engine": "simpy"}
+    if engine_of(scenario)[0] == "numpy":
+        try:
+            return evaluate_on(CommonDrawsEngine, world, scenario, rounds, quantile)
+        except RadioBatteryStop:  # a battery stop the numpy engine does not place
+            pass
+    return evaluate_on(SimpyCommonDraws, world, scenario, rounds, quantile)
+
+
+def evaluate_on(engine_class, world, scenario, rounds: int, quantile: float) -> dict:
+    """evaluate's figures from CommonDrawsEngine or SimpyCommonDraws."""
+    engine = engine_class(dataclasses.replace(world, scenario=scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times = [], [], []
@@ -198,12 +207,15 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         selected += len(clients.client)
         energy_rounds.append(row["energy_total_j"])
         add_kinds(kinds_j, row)
-        spent = clients.energy_total_j
+        # with radio states: every client's energy in the row (tails settled at its end,
+        # of clients outside the round too); else the selected clients' is all of it
+        every = clients.spent_j
+        spent = clients.energy_total_j if every is None else every[clients.client]
         device_energy.extend(spent.tolist())
         airtime[:] += np.bincount(clients.cell, clients.uplink_airtime_s, minlength=n_cells)
         classes = pop.class_index[clients.client]
-        if hasattr(clients, "spent_j"):  # SimPy: radio tails of clients outside the round
-            class_energy[:] += np.bincount(pop.class_index, clients.spent_j, minlength=n_classes)
+        if every is not None:
+            class_energy[:] += np.bincount(pop.class_index, every, minlength=n_classes)
         else:
             class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
         class_participations[:] += np.bincount(classes, minlength=n_classes)
@@ -213,8 +225,9 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     else:
         engine.run(rounds, collect)
     lists = (durations, client_times, device_energy, energy_rounds, selected, kinds_j)
-    return figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
+    figures = figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip
+    return {**figures, "engine": "simpy" if isinstance(engine, SimpyCommonDraws) else "numpy"}
 
 
 def add_kinds(kinds_j: dict, row: dict) -> None:
@@ -471,20 +484,30 @@ def plan_capacity(
             for value in union:
                 run(plan, value)
     settings = plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds)
-    return {**assemble(plans, search, own_value, meets, settings), **engine_notice(scenario)}
+    plan = assemble(plans, search, own_value, meets, settings)
+    return {**plan, **engine_notice(scenario, [f for p in plans for f in p.figures.values()])}
 
 
-def engine_notice(scenario: Scenario) -> dict:
-    """capacity.json's `engine` (numpy or simpy) and `engine_notice` (why the SimPy
-    engine, printed by the command; None on the numpy engine)."""
+def engine_notice(scenario: Scenario, figures: list[dict]) -> dict:
+    """capacity.json's `engine` (numpy, simpy, or numpy+simpy when some candidates were
+    played again on the SimPy engine) and `engine_notice` (why the SimPy engine, printed
+    by the command; None on the numpy engine alone)."""
     engine, reasons = engine_of(scenario)
-    notice = None
     if reasons:
         notice = (
             "the candidates play on the SimPy engine without training (slower): the numpy "
             "engine does not model " + "; ".join(reasons)
         )
-    return {"engine": engine, "engine_notice": notice}
+        return {"engine": engine, "engine_notice": notice}
+    again = sum(f["engine"] == "simpy" for f in figures)
+    if not again:
+        return {"engine": "numpy", "engine_notice": None}
+    notice = (
+        f"{again} of {len(figures)} candidates played on the SimPy engine without training: "
+        "a client with radio states could reach its battery threshold, a stop the numpy "
+        "engine does not place"
+    )
+    return {"engine": "numpy+simpy", "engine_notice": notice}
 
 
 def scan(plan: SeedPlan, values: list, run, larger_is_harder: bool) -> None:

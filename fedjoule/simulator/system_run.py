@@ -24,6 +24,7 @@ from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import typical_bandwidth_hz
+from fedjoule.simulator.vector_radio import RadioBatteryStop
 from fedjoule.storage import replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
@@ -72,6 +73,7 @@ def run_system(
     clients_csv: bool = True,
 ) -> tuple[Path, dict]:
     """Run a scenario without training into `out_dir`; returns the folder and the summary."""
+    auto = engine == "auto"
     engine, notices = choose_engine(scenario, engine)
     out = Path(out_dir) if out_dir else stamped_folder("runs", f"{scenario.name}-system")
     if (out / "summary.json").exists():
@@ -97,9 +99,20 @@ def run_system(
     last = scenario.training.rounds
     if engine == "numpy":
         sim = SystemEngine(world)
-        sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
+        try:
+            sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
+        except RadioBatteryStop as stop:
+            if not auto:
+                raise
+            # a battery stop the numpy engine does not place: start over on the SimPy engine
+            engine = "simpy"
+            if on_start:
+                on_start(world, engine, [f"{stop}: starting over on the SimPy engine"])
+            (out / "rounds.csv").unlink(missing_ok=True)
+            rounds_file = RoundsFile(out / "rounds.csv", extra)
+    if engine == "numpy":
         ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.sim_time_s
-        end_tail_j = 0.0  # radios without states only
+        end_tail_j = sim.end_of_run_tail_energy_j
     else:
         sim = SimpySystemSimulation(world)
         sim.run(last, _simpy_recorder(sim, out, rounds_file, on_round))

@@ -1,7 +1,9 @@
 """One energy answer from every engine (issue 26): every built-in device profile and every
 built-in scenario through `fedjoule capacity --search none`, `run --no-train` on both
 engines, a learning run and plan's replay gives the SimPy engine's energy per kind to 1e-9
-relative, or the documented refusal or fallback (docs/system-engine.md).
+relative, or the documented refusal or fallback (docs/system-engine.md). The profiles'
+measured radios (promotion, tails across rounds, idle, rate-dependent power) run on the
+numpy engine in closed form (simulator/vector_radio.py).
 
 Every online client is selected (clients_per_round = population) and no deadline is set,
 so capacity's own selection keys pick the same clients as the runs, and its candidate
@@ -25,6 +27,7 @@ from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.run import run_scenario
 from fedjoule.simulator.system import unmodelled
 from fedjoule.simulator.system_run import choose_engine, run_system
+from fedjoule.simulator.vector_radio import RadioBatteryStop
 from fedjoule.simulator.world import build_world
 
 ROOT = Path(fedjoule.__file__).parent
@@ -78,6 +81,7 @@ def check_system_paths(scenario, tmp_path: Path) -> dict:
     assert reference["energy_total_j"] == pytest.approx(parts, rel=1e-12)
     reasons = unmodelled(scenario)
     plan, capacity = capacity_kinds(scenario)
+    assert {f["engine"] for f in plan["evaluations"]} == {"simpy" if reasons else "numpy"}
     if reasons:
         field = reasons[0].split("=")[0].split(" ")[0]
         with pytest.raises(FedjouleError, match="numpy system engine does not support"):
@@ -111,7 +115,7 @@ def test_every_profile_has_one_energy_answer(profile, tmp_path):
     power) through every path; tails run across rounds and past the last one."""
     scenario = with_profiles(profile)
     reference = check_system_paths(scenario, tmp_path)
-    assert unmodelled(scenario)  # every built-in profile has a measured radio
+    assert not unmodelled(scenario)  # the numpy engine runs every built-in profile
     assert reference["energy_radio_tail_j"] > 0 and reference["energy_end_of_run_tail_j"] > 0
     assert_kinds(reference, learning_kinds(scenario), "learning run")
 
@@ -146,27 +150,55 @@ def test_every_profile_together_replays_and_charges_the_last_tails(tmp_path):
     assert_kinds(learned, {**priced.energy_j, "energy_end_of_run_tail_j": 0.0}, "replay")
 
 
-def test_capacity_says_it_plays_on_the_simpy_engine(tmp_path):
-    """The command prints the notice and capacity.json names the engine; its energy per
-    round is run --no-train's energy over its rounds."""
-    source = tmp_path / "lte.yaml"
-    source.write_text(
-        "name: lte-phones\npopulation:\n  size: 6\n  device_classes:\n"
-        "    - {profile: phone-lte-midrange, share: 1.0}\n"
+def test_a_battery_stop_with_radio_states_goes_to_the_simpy_engine(tmp_path):
+    """A client with radio states that could reach its battery threshold: the numpy engine
+    refuses the round (it does not place that stop), run --no-train (auto) starts over on
+    the SimPy engine and says so, capacity plays the candidate there and says so; the
+    energy per kind is the SimPy engine's."""
+    low = "battery_j: 0.4, initial_charge_min: 0.5, initial_charge_max: 0.6"
+    scenario = small(
+        "default",
+        f"population.device_classes=[{{profile: phone-lte-midrange, share: 1.0, {low}}}]",
     )
-    sets = ["--set", "training.clients_per_round=6", "--set", "training.rounds=4"]
-    sets += ["--set", "round.deadline_s=null"]  # capacity plays without one
-    out = tmp_path / "capacity"
-    args = ["capacity", str(source), "--search", "none", "--rounds", "4", *sets]
-    result = CliRunner().invoke(app, [*args, "--out", str(out)])
-    assert result.exit_code == 0, (result.output, result.exception)
-    text = " ".join(result.output.split())
-    assert "notice: the candidates play on the SimPy engine without training" in text
-    assert "radio.model=lte" in text
-    plan = json.loads((out / "capacity.json").read_text())
-    assert plan["engine"] == "simpy"
-    scenario = load_scenario(str(source), [s for s in sets if s != "--set"])
-    _, summary = run_system(scenario, tmp_path / "run", clients_csv=False)
-    assert summary["engine"] == "simpy"
-    per_round = plan["scenario"]["energy_per_round_j"]
-    assert per_round * 4 == pytest.approx(summary["energy_total_j"], rel=1e-9)
+    with pytest.raises(RadioBatteryStop, match="battery threshold"):
+        run_system(scenario, tmp_path / "numpy", engine="numpy", clients_csv=False)
+    _, reference = run_system(scenario, tmp_path / "simpy", engine="simpy", clients_csv=False)
+    assert reference["dropped_battery"] > 0
+    told = []
+    _, auto = run_system(scenario, tmp_path / "auto", on_start=lambda w, e, n: told.append((e, n)))
+    assert auto["engine"] == "simpy" and told[0] == ("numpy", [])
+    assert told[1][0] == "simpy" and "starting over on the SimPy engine" in told[1][1][0]
+    assert_kinds(reference, auto, "run --no-train, auto")
+    rows = (tmp_path / "auto" / "rounds.csv").read_text().splitlines()
+    assert len(rows) == 1 + ROUNDS  # the numpy rows were dropped
+    plan, capacity = capacity_kinds(scenario)
+    assert plan["engine"] == "numpy+simpy" and "battery threshold" in plan["engine_notice"]
+    assert_kinds(reference, capacity, "capacity")
+
+
+def test_capacity_says_which_engine_played(tmp_path):
+    """The command prints the notice for what the numpy engine does not model (link
+    traces) and capacity.json names the engine; its energy per round is run --no-train's
+    energy over its rounds, measured radios on the numpy engine too."""
+    sets = ["--set", f"population.size={SIZE}", "--set", f"training.clients_per_round={SIZE}"]
+    sets += ["--set", f"training.rounds={ROUNDS}"]
+    for name, engine in (("walking-trace-links", "simpy"), ("fashion-drdm-rpi4", "numpy")):
+        out = tmp_path / name
+        args = ["capacity", name, "--search", "none", "--rounds", str(ROUNDS), *sets]
+        result = CliRunner().invoke(app, [*args, "--out", str(out)])
+        assert result.exit_code == 0, (result.output, result.exception)
+        text = " ".join(result.output.split())
+        plan = json.loads((out / "capacity.json").read_text())
+        assert plan["engine"] == engine
+        if engine == "simpy":
+            assert "notice: the candidates play on the SimPy engine without training" in text
+            assert "channel.trace" in text
+        else:
+            assert "notice:" not in text and plan["engine_notice"] is None
+        scenario = load_scenario(name, [s for s in sets if s != "--set"])
+        variant = scenario.model_copy(
+            update={"round": scenario.round.model_copy(update={"deadline_s": None})}
+        )
+        _, summary = run_system(variant, tmp_path / f"{name}-run", clients_csv=False)
+        per_round = plan["scenario"]["energy_per_round_j"]
+        assert per_round * ROUNDS == pytest.approx(summary["energy_total_j"], rel=1e-9)
