@@ -460,6 +460,10 @@ def plan_capacity(
             candidate = variant(plan.scenario, **{key: value})
             m = candidate.training.clients_per_round
             r = default_rounds(quantile, over, m) if rounds is None else rounds
+            # its run is r rounds: the radio tails still running after them follow
+            # energy.end_of_run_tail (so the rows' energy is the same on both engines)
+            training = candidate.training.model_copy(update={"rounds": r})
+            candidate = candidate.model_copy(update={"training": training})
             figures = evaluate(plan.world, candidate, r, quantile)
             observations = figures["arrivals"] if over == "clients" else r
             figures["tail_observations"] = math.floor(round((1 - quantile) * observations, 9))

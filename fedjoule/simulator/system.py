@@ -464,7 +464,7 @@ class SystemEngine:
         (round.interval_s), charged to this row; after the last round, by
         energy.end_of_run_tail (charge, separate or drop)."""
         scenario, radio = self.world.scenario, self.radio
-        if row["round"] + 1 == scenario.training.rounds:
+        if row["round"] + 1 >= scenario.training.rounds:  # engine.Simulation.finished
             tails = radio.settle(math.inf) if radio.any else np.zeros(len(self.battery_j))
             self.end_of_run_tail_energy_j = float(tails.sum())
             row[END_OF_RUN_TAIL] = 0.0

@@ -19,7 +19,14 @@ from typer.testing import CliRunner
 import fedjoule
 from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
-from fedjoule.planning.capacity import ENERGY_KINDS, plan_capacity
+from fedjoule.planning.capacity import (
+    ENERGY_KINDS,
+    CommonDrawsEngine,
+    SimpyCommonDraws,
+    evaluate_on,
+    plan_capacity,
+    variant,
+)
 from fedjoule.planning.replay import reprice
 from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.scenarios.loading import load_scenario
@@ -27,6 +34,7 @@ from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.run import run_scenario
 from fedjoule.simulator.system import unmodelled
 from fedjoule.simulator.system_run import choose_engine, run_system
+from fedjoule.simulator.system_world import build_system_world
 from fedjoule.simulator.vector_radio import RadioBatteryStop
 from fedjoule.simulator.world import build_world
 
@@ -202,3 +210,52 @@ def test_capacity_says_which_engine_played(tmp_path):
         _, summary = run_system(variant, tmp_path / f"{name}-run", clients_csv=False)
         per_round = plan["scenario"]["energy_per_round_j"]
         assert per_round * ROUNDS == pytest.approx(summary["energy_total_j"], rel=1e-9)
+
+
+def test_capacity_figures_are_the_same_on_both_engines():
+    """Radio states, a scenario's m below its population and more rounds than its own
+    training.rounds: capacity's figures per candidate on the numpy engine equal the SimPy
+    engine's (the candidate's run ends after its rounds: the tails still running then
+    follow energy.end_of_run_tail on both)."""
+    scenario = small(
+        "default",
+        "population.device_classes=[{profile: phone-lte-lowend, share: 0.6}, "
+        "{profile: rpi4-wifi, share: 0.4}]",
+        "training.clients_per_round=5",
+        "training.rounds=2",
+    )
+    world = build_system_world(scenario)
+    for m, own_rounds in ((2, 7), (6, 7), (6, 2)):  # 2: rounds past the run's end
+        candidate = variant(scenario, m)
+        candidate = candidate.model_copy(
+            update={"training": candidate.training.model_copy(update={"rounds": own_rounds})}
+        )
+        a = evaluate_on(CommonDrawsEngine, world, candidate, 7, 0.9)
+        b = evaluate_on(SimpyCommonDraws, world, candidate, 7, 0.9)
+        assert (a.pop("engine"), b.pop("engine")) == ("numpy", "simpy")
+        assert a["energy_per_round_by_kind_j"]["energy_radio_tail_j"] > 0
+        for key, value in a.items():
+            if isinstance(value, float):
+                assert b[key] == pytest.approx(value, rel=1e-9), key
+            elif isinstance(value, dict):
+                assert_nested(value, b[key], key)
+    # capacity plays a candidate's rounds as its whole run (the tails after them follow
+    # energy.end_of_run_tail): its figures are the SimPy engine's over those rounds
+    plan = plan_capacity(scenario, world, search="none", rounds=7, quantile=0.9)
+    candidate = variant(scenario, 5)
+    candidate = candidate.model_copy(
+        update={"training": candidate.training.model_copy(update={"rounds": 7})}
+    )
+    b = evaluate_on(SimpyCommonDraws, world, candidate, 7, 0.9)
+    assert plan["scenario"]["energy_per_round_j"] == pytest.approx(
+        b["energy_per_round_j"], rel=1e-9
+    )
+    assert plan["scenario"]["energy_per_round_by_kind_j"]["energy_end_of_run_tail_j"] > 0
+
+
+def assert_nested(a: dict, b: dict, where: str) -> None:
+    for key, value in a.items():
+        if isinstance(value, dict):
+            assert_nested(value, b[key], f"{where}.{key}")
+        elif value is not None:
+            assert b[key] == pytest.approx(value, rel=1e-9), f"{where}.{key}"
