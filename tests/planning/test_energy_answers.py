@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from typer.testing import CliRunner
 
 import fedjoule
@@ -43,14 +42,6 @@ PROFILES = sorted(p.stem for p in (ROOT / "devices" / "profiles").glob("*.yaml")
 BUILTINS = sorted(p.stem for p in (ROOT / "scenarios" / "builtin").glob("*.yaml"))
 ROUNDS = 3
 SIZE = 12
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def small(name: str, *extra: str):
