@@ -89,6 +89,7 @@ def run_system(
             (out / name).unlink(missing_ok=True)
     tic = time.perf_counter()
     world = build_system_world(scenario)  # (before anything is created)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     header = f"# resolved by fedjoule {__version__}; every field is shown; run without training\n"
     write_text_atomically(out / "scenario.yaml", header + scenario_yaml(scenario))
@@ -102,7 +103,11 @@ def run_system(
         try:
             sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
         except RadioBatteryStop as stop:
-            if not auto:
+            if not auto:  # --engine numpy: refused, its files gone
+                for name in ("rounds.csv", "scenario.yaml"):
+                    (out / name).unlink(missing_ok=True)
+                if created:
+                    out.rmdir()
                 raise
             # a battery stop the numpy engine does not place: start over on the SimPy engine
             engine = "simpy"

@@ -161,6 +161,7 @@ def test_a_battery_stop_with_radio_states_goes_to_the_simpy_engine(tmp_path):
     )
     with pytest.raises(RadioBatteryStop, match="battery threshold"):
         run_system(scenario, tmp_path / "numpy", engine="numpy", clients_csv=False)
+    assert not (tmp_path / "numpy").exists()  # refused: no folder left
     _, reference = run_system(scenario, tmp_path / "simpy", engine="simpy", clients_csv=False)
     assert reference["dropped_battery"] > 0
     told = []
