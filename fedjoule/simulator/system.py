@@ -490,8 +490,7 @@ class SystemEngine:
         if reach.any():
             raise RadioBatteryStop(
                 f"round {r}: client {int(clients.client[reach][0])} (radio states) could "
-                "reach its battery threshold; the numpy system engine does not place that "
-                "stop: use the SimPy engine (--engine simpy)"
+                "reach its battery threshold, a stop the numpy system engine does not place"
             )
 
     def server_compute_time_s(self, arrived: int, failed: bool) -> float:

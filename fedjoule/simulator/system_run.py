@@ -108,11 +108,12 @@ def run_system(
                     (out / name).unlink(missing_ok=True)
                 if created:
                     out.rmdir()
-                raise
+                raise FedjouleError(f"{stop}; use --engine simpy or auto") from None
             # a battery stop the numpy engine does not place: start over on the SimPy engine
             engine = "simpy"
             if on_start:
-                on_start(world, engine, [f"{stop}: starting over on the SimPy engine"])
+                notice = f"{stop}: starting over on the SimPy engine with training skipped"
+                on_start(world, engine, [notice])
             (out / "rounds.csv").unlink(missing_ok=True)
             rounds_file = RoundsFile(out / "rounds.csv", extra)
     if engine == "numpy":
