@@ -1094,6 +1094,9 @@ def capacity(
     if not quiet:
         from rich.console import Console
 
-        print_capacity(Console(stderr=True, markup=False, emoji=False), loaded, figures)
+        console = Console(stderr=True, markup=False, emoji=False)
+        if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
+            console.print(f"notice: {figures['engine_notice']}")
+        print_capacity(console, loaded, figures)
     write_capacity(folder, figures)
     return CapacityResult.from_folder(folder)

@@ -853,6 +853,8 @@ def capacity(
             seeds=seed_list,
             on_step=on_step,
         )
+    if plan["engine_notice"]:
+        errors.print(Text.assemble(("notice:", "yellow"), " ", plan["engine_notice"]))
     print_capacity(console, loaded, plan)
     write_capacity(folder, plan)
     console.print(Text.assemble("results in ", bold(folder)), soft_wrap=True)

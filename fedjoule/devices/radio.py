@@ -251,18 +251,6 @@ def class_radios(population_section) -> list[RadioParams]:
     ]
 
 
-def numpy_radio_reasons(scenario) -> list[str]:
-    """What the numpy system engine cannot run: radios with promotion, tail or idle states
-    (they need the SimPy engine's per-client radio processes) or whose power follows the
-    throughput (lte, wifi, nbiot). It runs radiated and linear radios without states."""
-    return [
-        f"population.device_classes[{i}].radio.model={p.model} (radio promotion, tail and "
-        "idle states and throughput-dependent power need per-client radio processes)"
-        for i, p in enumerate(class_radios(scenario.population))
-        if has_states(p) or p.model in MEASURED
-    ]
-
-
 def transmit_draw_w(population_section, population):
     """(N,) power each client draws while sending, for radios whose power does not depend
     on the rate (radiated: p itself; linear: p / eta + P_c); the numpy system engine's."""

@@ -1,7 +1,8 @@
 """Capacity planning without training (`fedjoule capacity`): rounds per hour, airtime per
 cell, energy per round and per device class, battery drain per day, and the largest
 clients_per_round (or smallest uplink bandwidth) meeting a round deadline and a per-device
-energy budget, from the numpy system engine (docs/system-engine.md#capacity).
+energy budget, from the numpy system engine, or the SimPy one for what the numpy engine
+does not model (engine_of; docs/system-engine.md#capacity).
 
 Every candidate of a seed plays the same world (positions, shadowing, devices) and the
 same per-round draws (availability, fading, selection keys: common random numbers), so
@@ -20,14 +21,16 @@ import numpy as np
 
 from fedjoule import rng
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import finite_or_none
+from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
-from fedjoule.simulator.engine import selection_size
-from fedjoule.simulator.system import SystemEngine
+from fedjoule.simulator.engine import END_OF_RUN_TAIL, selection_size
+from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.vector_radio import RadioBatteryStop
 
+ENERGY_KINDS = (*ENERGY_FIELDS, END_OF_RUN_TAIL)  # the ledger's kinds
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
 LARGEST = ("clients_per_round", "concurrency")  # searches for the largest value meeting
 OVER = ("clients", "rounds")  # what the time quantile is over
@@ -107,8 +110,9 @@ def common_select(engine, candidates: np.ndarray, r: int, fallback) -> np.ndarra
 
 class SimpyCommonDraws(SimpySystemSimulation):
     """The SimPy system engine with CommonDrawsEngine's selection: capacity's engine for
-    what the numpy engine does not model (co-channel interference, link traces, FedScale
-    capacity traces: each rate follows the others' transmissions or a measured series)."""
+    what the numpy engine does not model (engine_of). A client's energy in a round is
+    what the round's row charged it (the ledger's change: its radio tails settled at the
+    round's end and between rounds included), so the figures add up to the rows."""
 
     def __init__(self, world: SystemWorld) -> None:
         super().__init__(world)
@@ -118,38 +122,49 @@ class SimpyCommonDraws(SimpySystemSimulation):
     def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
         return common_select(self, candidates, r, super().select)
 
-    def play_round(self, env, r: int):
-        row = yield from super().play_round(env, r)
-        self.last_clients = _records_as_arrays(self.last_records)
-        return row
-
     def run_rounds(self, rounds: int, collect) -> None:
+        before = self.spent_j()
+
         def on_round(row: dict) -> None:
+            nonlocal before
             self.sim_time_s = row["sim_time_end_s"]
+            now = self.spent_j()
+            self.last_clients = _records_as_arrays(self.last_records, now - before)
+            before = now
             collect(row)
 
         self.run(rounds, on_round)
 
+    def spent_j(self) -> np.ndarray:
+        """Each client's energy in the rows so far (every kind of the rows' totals)."""
+        return sum(self.ledger[name] for name in ENERGY_FIELDS)
 
-def _records_as_arrays(records) -> SimpleNamespace:
-    """A SimPy round's client records as the numpy engine's per-round arrays."""
+
+def _records_as_arrays(records, spent_j: np.ndarray) -> SimpleNamespace:
+    """A SimPy round's client records as the numpy engine's per-round arrays; `spent_j`:
+    every client's energy charged in the round (outside clients' radio tails too)."""
+    clients = np.array([rec.client for rec in records], dtype=int)
     return SimpleNamespace(
-        client=np.array([rec.client for rec in records], dtype=int),
+        client=clients,
         cell=np.array([rec.cell for rec in records], dtype=int),
         outcome=np.array([rec.outcome for rec in records], dtype=object),
         end_s=np.array([rec.end_s for rec in records], dtype=float),
         energy_total_j=np.array([rec.energy_total_j for rec in records], dtype=float),
         uplink_airtime_s=np.array([rec.uplink_airtime_s for rec in records], dtype=float),
+        spent_j=spent_j,
     )
 
 
-def needs_simpy(scenario: Scenario) -> bool:
-    """The scenario has what only the SimPy engine models, for capacity's figures."""
-    return (
-        getattr(scenario.channel, "interference", "none") == "cochannel"
-        or getattr(scenario.channel, "trace", None) is not None
-        or getattr(scenario.population, "capacity_trace", None) is not None
-    )
+def engine_of(scenario: Scenario) -> tuple[str, list[str]]:
+    """The engine capacity's candidates play on, and why not the numpy engine: the SimPy
+    engine without training for a protocol other than sync, or for what the numpy engine
+    does not model (system.unmodelled: co-channel interference, link and capacity
+    traces). A candidate where a client with radio states could reach its battery
+    threshold is played again on the SimPy engine (evaluate)."""
+    reasons = unmodelled(scenario)
+    if scenario.protocol.kind != "sync":
+        reasons = [f"protocol.kind={scenario.protocol.kind}", *reasons]
+    return ("simpy" if reasons else "numpy"), reasons
 
 
 def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float) -> dict:
@@ -162,17 +177,24 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     training (a round is a server version; a client's time runs from its dispatch); so it
     does with co-channel interference, link traces and FedScale capacity traces."""
     if scenario.protocol.kind != "sync":
-        return evaluate_protocol(world, scenario, rounds, quantile)
-    if needs_simpy(scenario):  # each rate follows the other cells or a measured series
-        engine = SimpyCommonDraws(dataclasses.replace(world, scenario=scenario))
-    else:
-        engine = CommonDrawsEngine(dataclasses.replace(world, scenario=scenario))
+        return {**evaluate_protocol(world, scenario, rounds, quantile), "engine": "simpy"}
+    if engine_of(scenario)[0] == "numpy":
+        try:
+            return evaluate_on(CommonDrawsEngine, world, scenario, rounds, quantile)
+        except RadioBatteryStop:  # a battery stop the numpy engine does not place
+            pass
+    return evaluate_on(SimpyCommonDraws, world, scenario, rounds, quantile)
+
+
+def evaluate_on(engine_class, world, scenario, rounds: int, quantile: float) -> dict:
+    """evaluate's figures from CommonDrawsEngine or SimpyCommonDraws."""
+    engine = engine_class(dataclasses.replace(world, scenario=scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times = [], [], []
     airtime = np.zeros(n_cells)
     class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
-    energy_rounds = []
+    energy_rounds, kinds_j = [], dict.fromkeys(ENERGY_KINDS, 0.0)
     selected = 0
 
     def collect(row: dict) -> None:
@@ -184,20 +206,35 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
         client_times.extend((clients.end_s[arrived] - start_s).tolist())
         selected += len(clients.client)
         energy_rounds.append(row["energy_total_j"])
-        spent = clients.energy_total_j
+        add_kinds(kinds_j, row)
+        # with radio states: every client's energy in the row (tails settled at its end,
+        # of clients outside the round too); else the selected clients' is all of it
+        every = clients.spent_j
+        spent = clients.energy_total_j if every is None else every[clients.client]
         device_energy.extend(spent.tolist())
         airtime[:] += np.bincount(clients.cell, clients.uplink_airtime_s, minlength=n_cells)
         classes = pop.class_index[clients.client]
-        class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
+        if every is not None:
+            class_energy[:] += np.bincount(pop.class_index, every, minlength=n_classes)
+        else:
+            class_energy[:] += np.bincount(classes, spent, minlength=n_classes)
         class_participations[:] += np.bincount(classes, minlength=n_classes)
 
     if isinstance(engine, SimpyCommonDraws):
         engine.run_rounds(rounds, collect)
     else:
         engine.run(rounds, collect)
-    lists = (durations, client_times, device_energy, energy_rounds, selected)
-    return figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
+    lists = (durations, client_times, device_energy, energy_rounds, selected, kinds_j)
+    figures = figures_of(scenario, world, rounds, quantile, engine.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip
+    return {**figures, "engine": "simpy" if isinstance(engine, SimpyCommonDraws) else "numpy"}
+
+
+def add_kinds(kinds_j: dict, row: dict) -> None:
+    """Add a round's energy per kind (a kind the row lacks is 0: the end-of-run tail is
+    in the last row only)."""
+    for name in kinds_j:
+        kinds_j[name] += row.get(name, 0.0)
 
 
 def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float):
@@ -212,12 +249,14 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
     durations, device_energy, client_times, energy_rounds = [], [], [], []
     airtime = np.zeros(n_cells)
     class_energy, class_participations = np.zeros(n_classes), np.zeros(n_classes)
+    kinds_j = dict.fromkeys(ENERGY_KINDS, 0.0)
     selected = 0
 
     def collect(row: dict) -> None:
         nonlocal selected
         durations.append(row["sim_time_end_s"] - row["sim_time_start_s"])
         energy_rounds.append(row["energy_total_j"])
+        add_kinds(kinds_j, row)
         for rec in sim.last_records:
             selected += 1
             if rec.outcome == "arrived":
@@ -229,14 +268,14 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
             class_participations[c] += 1
 
     sim.run(rounds, collect)
-    lists = (durations, client_times, device_energy, energy_rounds, selected)
+    lists = (durations, client_times, device_energy, energy_rounds, selected, kinds_j)
     return figures_of(scenario, world, rounds, quantile, sim.progress.sim_time_s, lists, airtime, (
         class_energy, class_participations))  # fmt: skip
 
 
 def figures_of(scenario, world, rounds, quantile, sim_time_s, lists, airtime, classes) -> dict:
     """The capacity figures from what a run collected."""
-    durations, client_times, device_energy, energy_rounds, selected = lists
+    durations, client_times, device_energy, energy_rounds, selected, kinds_j = lists
     class_energy, class_participations = classes
     pop = world.population
     n_classes = len(pop.class_names)
@@ -274,6 +313,9 @@ def figures_of(scenario, world, rounds, quantile, sim_time_s, lists, airtime, cl
         "arrivals": len(client_times),
         "device_energy_j": q_of(device_energy),
         "energy_per_round_j": finite_or_none(float(np.mean(energy_rounds))),
+        # the rows' energy per kind, per round (energy_per_round_j sums all but the
+        # end-of-run tail kept separate, energy.end_of_run_tail)
+        "energy_per_round_by_kind_j": {k: v / rounds for k, v in kinds_j.items()},
         "uplink_airtime_per_round_s": [finite_or_none(a) for a in airtime / rounds],
         "per_class": per_class,
     }
@@ -418,6 +460,10 @@ def plan_capacity(
             candidate = variant(plan.scenario, **{key: value})
             m = candidate.training.clients_per_round
             r = default_rounds(quantile, over, m) if rounds is None else rounds
+            # its run is r rounds: the radio tails still running after them follow
+            # energy.end_of_run_tail (so the rows' energy is the same on both engines)
+            training = candidate.training.model_copy(update={"rounds": r})
+            candidate = candidate.model_copy(update={"training": training})
             figures = evaluate(plan.world, candidate, r, quantile)
             observations = figures["arrivals"] if over == "clients" else r
             figures["tail_observations"] = math.floor(round((1 - quantile) * observations, 9))
@@ -442,7 +488,30 @@ def plan_capacity(
             for value in union:
                 run(plan, value)
     settings = plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds)
-    return assemble(plans, search, own_value, meets, settings)
+    plan = assemble(plans, search, own_value, meets, settings)
+    return {**plan, **engine_notice(scenario, [f for p in plans for f in p.figures.values()])}
+
+
+def engine_notice(scenario: Scenario, figures: list[dict]) -> dict:
+    """capacity.json's `engine` (numpy, simpy, or numpy+simpy when some candidates were
+    played again on the SimPy engine) and `engine_notice` (why the SimPy engine, printed
+    by the command; None on the numpy engine alone)."""
+    engine, reasons = engine_of(scenario)
+    if reasons:
+        notice = (
+            "the candidates play on the SimPy engine without training (slower): the numpy "
+            "engine does not model " + "; ".join(reasons)
+        )
+        return {"engine": engine, "engine_notice": notice}
+    again = sum(f["engine"] == "simpy" for f in figures)
+    if not again:
+        return {"engine": "numpy", "engine_notice": None}
+    notice = (
+        f"{again} of {len(figures)} candidates played on the SimPy engine without training: "
+        "a client with radio states could reach its battery threshold, a stop the numpy "
+        "engine does not place"
+    )
+    return {"engine": "numpy+simpy", "engine_notice": notice}
 
 
 def scan(plan: SeedPlan, values: list, run, larger_is_harder: bool) -> None:
@@ -520,6 +589,8 @@ def mean_figures(figures: list[dict], seed_stats: dict) -> dict:
             out[key] = value
         elif key == "uplink_airtime_per_round_s":
             out[key] = [describe(f[key][c] for f in figures)["mean"] for c in range(len(value))]
+        elif key == "energy_per_round_by_kind_j":
+            out[key] = {k: describe(f[key][k] for f in figures)["mean"] for k in value}
         elif key == "per_class":
             out[key] = {
                 name: {k: describe(f[key][name][k] for f in figures)["mean"] for k in fields}

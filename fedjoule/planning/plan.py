@@ -32,7 +32,7 @@ from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import SweepOptions, run_sweep
-from fedjoule.report.results import write_json
+from fedjoule.report.results import ENERGY_FIELDS, write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
 from fedjoule.scenarios.schema import Scenario
@@ -44,17 +44,17 @@ HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
 BREAKEVEN_PNG = "kstar_breakeven.png"
 REPRICE, PER_CELL = "reprice", "per-cell"
 TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
+# plan.csv's energy per kind, the ledger's (report/results.ENERGY_FIELDS): E_compute_j,
+# E_tx_j, E_rx_j, E_radio_promotion_j, E_radio_tail_j, E_idle_j; E_total_j is their sum
+KIND_COLUMNS = {"E_" + name.removeprefix("energy_"): name for name in ENERGY_FIELDS}
+FIGURES = ("E_total_j", *KIND_COLUMNS, "time_to_target_s")  # of a reached (K, cell)
 COLUMNS = (
     "K",
     "snr_db",
     "bandwidth_hz",
     "rounds_to_target",
     "reached",
-    "E_total_j",
-    "E_compute_j",
-    "E_tx_j",
-    "E_rx_j",
-    "time_to_target_s",
+    *FIGURES,
     "is_best",
     "priced_by",
     "x",  # the cell's communication energy per round / energy per local step (breakeven.py)
@@ -218,7 +218,7 @@ def _row(k: int, cell: Cell, priced_by: str, reached: bool, rounds: int | None, 
         "bandwidth_hz": cell[1],
         "rounds_to_target": rounds if reached else None,
         "reached": int(reached),
-        **{c: (figures[c] if reached else None) for c in COLUMNS[5:10]},
+        **{c: (figures[c] if reached else None) for c in FIGURES},
         "is_best": 0,
         "priced_by": priced_by,
     }
@@ -228,9 +228,7 @@ def _summary_figures(summary: dict) -> dict:
     """A learning run's energy to target (stop_at_target: its totals end at the target)."""
     return {
         "E_total_j": summary["energy_to_target_j"],
-        "E_compute_j": summary["energy_compute_j"],
-        "E_tx_j": summary["energy_tx_j"],
-        "E_rx_j": summary["energy_rx_j"],
+        **{column: summary[name] for column, name in KIND_COLUMNS.items()},
         "time_to_target_s": summary["time_to_target_s"],
     }
 
@@ -330,9 +328,7 @@ def run_plan(
                     continue
                 figures = {
                     "E_total_j": priced.energy_total_j,
-                    "E_compute_j": priced.energy_compute_j,
-                    "E_tx_j": priced.energy_tx_j,
-                    "E_rx_j": priced.energy_rx_j,
+                    **{c: priced.energy_j[name] for c, name in KIND_COLUMNS.items()},
                     "time_to_target_s": priced.sim_time_s,
                 }
                 rows[k, cell, seed] = _row(k, cell, REPRICE, reached, rounds, figures)
@@ -485,7 +481,7 @@ SEED_STATISTICS = (
     "K* is the cheapest mean, and `indistinguishable` lists the K whose mean energy lies "
     "within the CIs of K*'s (|mean_K - mean_K*| <= ci95_K + ci95_K*)"
 )
-STATISTICS = ("rounds_to_target", *COLUMNS[5:10])  # averaged over seeds
+STATISTICS = ("rounds_to_target", *FIGURES)  # averaged over seeds
 
 
 def seed_means(rows: dict, options: PlanOptions) -> list[dict]:

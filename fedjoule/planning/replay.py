@@ -19,6 +19,7 @@ import simpy
 
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.errors import FedjouleError
+from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.engine import PROBE_LOSS_BITS, arrivals_kept
@@ -137,9 +138,7 @@ class Priced:
 
     rounds: int
     energy_total_j: float
-    energy_compute_j: float
-    energy_tx_j: float
-    energy_rx_j: float
+    energy_j: dict[str, float]  # per energy kind (report/results.ENERGY_FIELDS)
     sim_time_s: float
     violations: list[str]
 
@@ -151,13 +150,10 @@ def reprice(scenario: Scenario, run_dir: Path, rounds: int) -> Priced:
     sets, problems = read_round_sets(run_dir, world)
     sim = ReplaySimulation(world, sets)
     sim.run(rounds, lambda row: None)
-    ledger = sim.ledger
     return Priced(
         rounds=rounds,
         energy_total_j=sim.progress.cumulative_energy_j,
-        energy_compute_j=float(ledger["energy_compute_j"].sum()),
-        energy_tx_j=float(ledger["energy_tx_j"].sum()),
-        energy_rx_j=float(ledger["energy_rx_j"].sum()),
+        energy_j={name: float(sim.ledger[name].sum()) for name in ENERGY_FIELDS},
         sim_time_s=sim.progress.sim_time_s,
         violations=problems + sim.violations,
     )

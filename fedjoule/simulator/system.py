@@ -23,14 +23,22 @@ from fedjoule.channel.link import airtime_s
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queued_uplink
 from fedjoule.channel.units import db_to_linear, dbm_to_w
-from fedjoule.devices.radio import numpy_radio_reasons, transmit_draw_w
+from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
+from fedjoule.errors import FedjouleError
+from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.engine import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
+from fedjoule.simulator.engine import (
+    END_OF_RUN_TAIL,
+    LEDGER_FIELDS,
+    arrivals_kept,
+    round_lr,
+    select_clients,
+    with_total,
+)
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import nominal_bandwidth_hz
-
-ENERGY_KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j")
+from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio
 
 
 def unsupported(scenario) -> list[str]:
@@ -38,13 +46,20 @@ def unsupported(scenario) -> list[str]:
     reasons = []
     if scenario.protocol.kind != "sync":
         reasons.append(
-            f"protocol.kind={scenario.protocol.kind} (it plays sync rounds only; "
-            "docs/protocols.md)"
+            f"protocol.kind={scenario.protocol.kind} (it plays sync rounds only; docs/protocols.md)"
         )
     if scenario.output.events:
         reasons.append("output.events=true (events.jsonl needs every client's spans)")
     if scenario.output.timeline_rounds:
         reasons.append("output.timeline_rounds (round timelines need every client's spans)")
+    return reasons + unmodelled(scenario)
+
+
+def unmodelled(scenario) -> list[str]:
+    """The physics the numpy engine does not model (empty: none): co-channel interference,
+    link and capacity traces. Any system-only figure of such a scenario (run --no-train,
+    fedjoule capacity) comes from the SimPy engine."""
+    reasons = []
     if getattr(scenario.channel, "interference", "none") == "cochannel":
         reasons.append(
             "channel.interference=cochannel (each rate follows the other cells' transmissions "
@@ -54,7 +69,7 @@ def unsupported(scenario) -> list[str]:
         reasons.append("population.capacity_trace (each client's links at its trace rate)")
     if getattr(scenario.channel, "trace", None) is not None:
         reasons.append("channel.trace (each client's rate follows its own measured series)")
-    return reasons + numpy_radio_reasons(scenario)
+    return reasons
 
 
 class ClientsOfRound:
@@ -63,23 +78,34 @@ class ClientsOfRound:
     def __init__(self, clients: np.ndarray, cells: np.ndarray) -> None:
         m = len(clients)
         self.client, self.cell = clients, cells
-        self.energy_rx_j, self.energy_compute_j, self.energy_tx_j = (np.zeros(m) for _ in "abc")
+        for name in ENERGY_FIELDS:
+            setattr(self, name, np.zeros(m))
         self.downlink_airtime_s, self.compute_time_s = np.zeros(m), np.zeros(m)
         self.uplink_airtime_s, self.uplink_bits = np.zeros(m), np.zeros(m)
         self.uplink_attempts = np.zeros(m, dtype=int)
         self.end_s = np.zeros(m)
         self.outcome = np.full(m, "running", dtype=object)
         self.trained = np.zeros(m, dtype=bool)
+        self.budget_j = np.full(m, np.inf)  # the battery budget at the round's start
+        # the radio's tail after the round (VectorRadio's bank): ends, charged up to
+        self.tail_end_s, self.settled_s = np.zeros(m), np.zeros(m)
+        self.spent_j = None  # (N,) every client's energy in the round's row (radio states)
 
     @property
     def energy_total_j(self) -> np.ndarray:
-        return self.energy_compute_j + self.energy_tx_j + self.energy_rx_j
+        return sum(getattr(self, name) for name in ENERGY_FIELDS)
 
 
 class SystemEngine:
     """A system-only run between rounds: ledger, batteries, simulated time."""
 
     def __init__(self, world: SystemWorld):
+        reasons = unmodelled(world.scenario)
+        if reasons:  # its energies and times would be another model's: never silently
+            raise FedjouleError(
+                "the numpy system engine does not model " + "; ".join(reasons)
+                + "; use the SimPy system engine (simulator/system_simpy.py)"
+            )  # fmt: skip
         self.world = world
         n = world.population.size
         self.availability = vector_availability(world.scenario.availability, world)
@@ -87,6 +113,9 @@ class SystemEngine:
         self.battery_j = world.population.battery_initial_j.copy()
         # power while sending: p (radiated) or p / eta + P_c (linear radio, devices/radio.py)
         self.tx_draw_w = transmit_draw_w(world.scenario.population, world.population)
+        # promotion, tail, idle and rate-dependent power (simulator/vector_radio.py)
+        self.radio = VectorRadio(world.scenario.population, world.population.class_index)
+        self.end_of_run_tail_energy_j = 0.0
         self.next_round = 0
         self.sim_time_s = 0.0
         self.cumulative_energy_j = 0.0
@@ -179,6 +208,8 @@ class SystemEngine:
             )
         down_rate = channel.downlink_bandwidth_hz * np.log2(1.0 + down_snr)
         down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(m)
+        radio = self.radio
+        special = radio.special[sel]  # radio states or rate-dependent power
 
         # attempts (transfers.attempt_plan): per-attempt fading, then packet errors
         attempts = 1 + channel.max_retx
@@ -222,19 +253,27 @@ class SystemEngine:
         budget_j = np.maximum(0.0, self.battery_j[sel] - pop.battery_threshold_j[sel])
         if self.availability.charging is not None:  # plugged in: no battery stop
             budget_j[self.availability.charging(start_s)[sel]] = math.inf
+        out.budget_j = budget_j.copy()
+        budget_j[special] = math.inf  # checked after the round (_check_radio_battery)
 
         # before the uplink: backhaul, downlink at rx power, compute at constant power
         back_down = world.topology.cell_delay_s(cells, world.downlink_bits)
         back_up = world.topology.cell_delay_s(cells, world.uplink_bits)
-        rx_w = pop.rx_power_w[sel]
+        rx_w = radio.receive_power_w(sel, down_rate, pop.rx_power_w[sel])
         t_a = np.where(back_down > 0, start_s + back_down, start_s)
-        t_b = t_a + down_s
+        # radio states: a tail still running is cut at the connect, else a promotion first;
+        # the tail after the download is cut by the upload's connect, else idle, promotion
+        tail_s, old_end = radio.tail_s[sel], radio.tail_end_s[sel]
+        t_d = t_a + np.where(t_a < old_end, 0.0, radio.promotion_s[sel])  # download starts
+        t_b = t_d + down_s
         t_c = t_b + compute_s
+        tail_end = t_b + tail_s
+        join_s = t_c + np.where(t_c < tail_end, 0.0, radio.promotion_s[sel])  # upload asked
         finite = np.isfinite(budget_j)
         with np.errstate(divide="ignore", invalid="ignore"):
             compute_w = np.where(compute_s > 0, compute_j / compute_s, 0.0)
-            hit_down = np.where(finite & (rx_w > 0), t_a + budget_j / rx_w, np.inf)
-            spent_b = 0.0 + rx_w * (t_b - t_a)
+            hit_down = np.where(finite & (rx_w > 0), t_d + budget_j / rx_w, np.inf)
+            spent_b = 0.0 + rx_w * (t_b - t_d)
             hit_comp = np.where(
                 finite & (compute_w > 0),
                 t_b + np.maximum(0.0, budget_j - spent_b) / compute_w,
@@ -243,22 +282,23 @@ class SystemEngine:
         hit_s = np.where(hit_down < t_b, hit_down, np.where(hit_comp < t_c, hit_comp, np.inf))
         kill_s = np.minimum(stop_s, hit_s)
         kill_cause = np.where(stop_s <= hit_s, stop_cause, "battery").astype(object)
-        early = kill_s < t_c
+        early = kill_s < join_s
         t_k = kill_s
-        in_down = early & (t_k >= t_a) & (t_k < t_b)
+        in_down = early & (t_k >= t_d) & (t_k < t_b)
         done_down = ~early | (t_k >= t_b)
-        out.downlink_airtime_s = np.where(done_down, down_s, np.where(in_down, t_k - t_a, 0.0))
+        out.downlink_airtime_s = np.where(done_down, down_s, np.where(in_down, t_k - t_d, 0.0))
         out.energy_rx_j = np.where(
-            done_down, rx_w * down_s, np.where(in_down, rx_w * (t_k - t_a), 0.0)
+            done_down, rx_w * down_s, np.where(in_down, rx_w * (t_k - t_d), 0.0)
         )
-        in_comp = early & (t_k >= t_b)
+        in_comp = early & (t_k >= t_b) & (t_k < t_c)
+        done_comp = ~early | (t_k >= t_c)
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = np.where(compute_s > 0, (t_k - t_b) / compute_s, 1.0)
-        out.compute_time_s = np.where(~early, compute_s, np.where(in_comp, t_k - t_b, 0.0))
+        out.compute_time_s = np.where(done_comp, compute_s, np.where(in_comp, t_k - t_b, 0.0))
         out.energy_compute_j = np.where(
-            ~early, compute_j, np.where(in_comp, compute_j * fraction, 0.0)
+            done_comp, compute_j, np.where(in_comp, compute_j * fraction, 0.0)
         )
-        out.trained = ~early
+        out.trained = done_comp
         out.end_s = np.where(early, t_k, 0.0)
         out.outcome[early] = kill_cause[early]
 
@@ -268,7 +308,7 @@ class SystemEngine:
         for c in np.unique(cells[~early]):
             rows = np.flatnonzero(~early & (cells == c))
             link = UplinkClients(
-                join_s=t_c[rows],
+                join_s=join_s[rows],
                 n_attempts=n_attempts[rows],
                 succeeds=succeeds[rows],
                 tx_power_w=self.tx_draw_w[sel][rows],
@@ -287,7 +327,13 @@ class SystemEngine:
                 channels = 1 if channel.access == "tdma" else channel.resource_blocks
                 result = queued_uplink(link, world.uplink_bits, bandwidth, channels)
             out.uplink_airtime_s[rows] = result.airtime_s
-            out.energy_tx_j[rows] = result.energy_tx_j
+            out.energy_tx_j[rows] = np.where(
+                special[rows],
+                radio.transmit_energy_j(
+                    sel[rows], result.bits, result.airtime_s, self.tx_draw_w[sel][rows]
+                ),
+                result.energy_tx_j,
+            )
             out.uplink_bits[rows] = result.bits
             out.uplink_attempts[rows] = result.attempts
             out.end_s[rows] = result.end_s
@@ -301,7 +347,54 @@ class SystemEngine:
         out.end_s = np.where(uploaded, np.where(cut, stop_s, arrive_s), out.end_s)
         out.outcome[cut] = stop_cause[cut]
         out.outcome[uploaded & ~cut] = "arrived"
+        if radio.any:
+            reached = ~early
+            wait_s = np.where(reached, up_end - join_s - out.uplink_airtime_s, 0.0)
+            self._radio_states(out, sel, early, t_k, (t_a, t_d, t_b, t_c, join_s), wait_s)
+            out.tail_end_s = np.where(reached, up_end + tail_s, out.tail_end_s)
+            out.settled_s = np.where(reached, up_end, out.settled_s)
         return out
+
+    def _radio_states(self, out, sel, early, t_k, times, wait_s) -> None:
+        """The selected clients' promotion, idle and tail energy up to the end of their
+        radio's activity in the round (vector_radio.py), and the tail they leave running
+        (out.tail_end_s, out.settled_s; unchanged where the client stopped before its
+        download: its earlier tail runs on)."""
+        radio = self.radio
+        t_a, t_d, t_b, t_c, join_s = times
+        tk = np.where(early, t_k, np.inf)
+        tail_s, tail_w = radio.tail_s[sel], radio.tail_w[sel]
+        promotion_w, idle_w = radio.promotion_w[sel], radio.idle_w[sel]
+        old_end, old_settled = radio.tail_end_s[sel], radio.settled_s[sel]
+        tail_end = t_b + tail_s
+        # promotions: before the download (t_a .. t_d) and before the upload (t_c .. join)
+        out.energy_radio_promotion_j = promotion_w * (
+            np.clip(np.minimum(tk, t_d) - t_a, 0.0, None)
+            + np.clip(np.minimum(tk, join_s) - t_c, 0.0, None)
+        )
+        # the earlier tail, up to its end or its cut at t_a (once the download started)
+        downloading = tk >= t_d
+        old_j = tail_w * np.clip(np.minimum(old_end, t_a) - old_settled, 0.0, None)
+        # the tail after the download up to its end or its cut by the upload's connect,
+        # then idle (the window from the download's end to the upload)
+        computed = tk >= t_c
+        tail_j = tail_w * (np.minimum(t_c, tail_end) - t_b)
+        out.energy_idle_j = idle_w * np.clip(np.minimum(tk, t_c) - tail_end, 0.0, None)
+        out.energy_radio_tail_j = np.where(downloading, old_j, 0.0) + np.where(
+            computed, tail_j, 0.0
+        )
+        out.energy_radio_tail_j += tail_w * np.clip(wait_s, 0.0, None)  # waiting, connected
+        # the tail left running: stopped in the download, from the stop; in the
+        # computation, the download's (the bank charges it); in the upload's promotion,
+        # none (the download's ran out and is charged above); before the download, the
+        # earlier one runs on
+        in_down = early & downloading & (tk < t_b)
+        in_comp = early & (tk >= t_b) & ~computed
+        promoted = early & computed
+        out.tail_end_s = np.select(
+            [in_down, in_comp, promoted], [tk + tail_s, tail_end, t_c], old_end
+        )
+        out.settled_s = np.select([in_down, in_comp, promoted], [tk, t_b, t_c], old_settled)
 
     # ------------------------------------------------------------------ bookkeeping
     def _close_row(self, row: dict, end_s: float, clients: ClientsOfRound, failed: bool) -> dict:
@@ -312,12 +405,23 @@ class SystemEngine:
         arrived = clients.outcome == "arrived"
         self.ledger["selected"][k] += 1
         self.ledger["arrived"][k] += arrived
-        for name in ENERGY_KINDS:
+        for name in ENERGY_FIELDS:
             self.ledger[name][k] += getattr(clients, name)
         battery = np.maximum(0.0, self.battery_j[k] - clients.energy_total_j)
         flat = clients.outcome == "battery"  # stopped exactly at the threshold
         battery[flat] = np.minimum(battery[flat], pop.battery_threshold_j[k[flat]])
         self.battery_j[k] = battery
+        tails_j = 0.0
+        if self.radio.any:  # the tails left running, then every tail up to the round's end
+            self._check_radio_battery(row["round"], clients)
+            self.radio.tail_end_s[k], self.radio.settled_s[k] = (
+                clients.tail_end_s,
+                clients.settled_s,
+            )
+            settled = self.charge_tails(self.radio.settle(end_s))
+            tails_j = float(settled.sum())
+            clients.spent_j = settled
+            np.add.at(clients.spent_j, k, clients.energy_total_j)
         window = self.availability.charging_time_s
         if window is not None and end_s > self.sim_time_s:
             gained = pop.charge_power_w * window(self.sim_time_s, end_s)  # E = P_charge * t
@@ -342,12 +446,52 @@ class SystemEngine:
             uplink_bits=float(clients.uplink_bits.sum()),
             uplink_airtime_s=float(clients.uplink_airtime_s.sum()),
         )
-        for name in ENERGY_KINDS:
+        for name in ENERGY_FIELDS:
             row[name] = float(getattr(clients, name).sum())
-        # radios without states only (unsupported): no promotion, tail or idle energy
-        row.update(energy_radio_promotion_j=0.0, energy_radio_tail_j=0.0, energy_idle_j=0.0)
-        row["energy_total_j"] = row["energy_compute_j"] + row["energy_tx_j"] + row["energy_rx_j"]
-        return row
+        row["energy_radio_tail_j"] += tails_j
+        return with_total(row)
+
+    # ------------------------------------------------------------------ radio tails
+    def charge_tails(self, energy_j: np.ndarray, field: str = "energy_radio_tail_j"):
+        """engine.Simulation.charge_tails for arrays: into the ledger's `field` and the
+        batteries; returns `energy_j`."""
+        self.ledger[field] += energy_j
+        np.maximum(0.0, self.battery_j - energy_j, out=self.battery_j)
+        return energy_j
+
+    def settle_between_rounds(self, row: dict) -> None:
+        """engine.Simulation.settle_between_rounds: the tails up to the next round's start
+        (round.interval_s), charged to this row; after the last round, by
+        energy.end_of_run_tail (charge, separate or drop)."""
+        scenario, radio = self.world.scenario, self.radio
+        if row["round"] + 1 >= scenario.training.rounds:  # engine.Simulation.finished
+            tails = radio.settle(math.inf) if radio.any else np.zeros(len(self.battery_j))
+            self.end_of_run_tail_energy_j = float(tails.sum())
+            row[END_OF_RUN_TAIL] = 0.0
+            if scenario.energy.end_of_run_tail == "charge":
+                row["energy_radio_tail_j"] += float(self.charge_tails(tails).sum())
+            elif scenario.energy.end_of_run_tail == "separate":
+                row[END_OF_RUN_TAIL] = float(self.charge_tails(tails, END_OF_RUN_TAIL).sum())
+        elif scenario.round.interval_s and radio.any:
+            next_start_s = max(
+                (row["round"] + 1) * scenario.round.interval_s, row["sim_time_end_s"]
+            )
+            row["energy_radio_tail_j"] += float(self.charge_tails(radio.settle(next_start_s)).sum())
+        with_total(row)
+
+    def _check_radio_battery(self, r: int, clients: ClientsOfRound) -> None:
+        """A client with radio states whose round (its tails whole) could reach its battery
+        budget: its stop is not placed here (vector_radio.py), the SimPy engine plays it."""
+        special = self.radio.special[clients.client]
+        running = self.radio.tail_w[clients.client] * np.clip(
+            clients.tail_end_s - clients.settled_s, 0.0, None
+        )
+        reach = special & (clients.energy_total_j + running >= clients.budget_j)
+        if reach.any():
+            raise RadioBatteryStop(
+                f"round {r}: client {int(clients.client[reach][0])} (radio states) could "
+                "reach its battery threshold, a stop the numpy system engine does not place"
+            )
 
     def server_compute_time_s(self, arrived: int, failed: bool) -> float:
         """engine.Simulation.server_compute_time_s: the aggregation's FLOPs at the server."""
@@ -361,11 +505,10 @@ class SystemEngine:
         for r in range(self.next_round, last_round):
             tic = time.perf_counter()
             row = self.play_round(r)
+            self.settle_between_rounds(row)
             wall_s = time.perf_counter() - tic
             self.cumulative_energy_j += row["energy_total_j"]
             row["cumulative_energy_j"] = self.cumulative_energy_j
-            if r + 1 == self.world.scenario.training.rounds:  # no radio tails run on
-                row["energy_end_of_run_tail_j"] = 0.0
             row["wall_time_s"] = wall_s
             self.next_round = r + 1
             self.sim_time_s = row["sim_time_end_s"]

@@ -24,6 +24,7 @@ from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import typical_bandwidth_hz
+from fedjoule.simulator.vector_radio import RadioBatteryStop
 from fedjoule.storage import replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
@@ -72,6 +73,7 @@ def run_system(
     clients_csv: bool = True,
 ) -> tuple[Path, dict]:
     """Run a scenario without training into `out_dir`; returns the folder and the summary."""
+    auto = engine == "auto"
     engine, notices = choose_engine(scenario, engine)
     out = Path(out_dir) if out_dir else stamped_folder("runs", f"{scenario.name}-system")
     if (out / "summary.json").exists():
@@ -87,6 +89,7 @@ def run_system(
             (out / name).unlink(missing_ok=True)
     tic = time.perf_counter()
     world = build_system_world(scenario)  # (before anything is created)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     header = f"# resolved by fedjoule {__version__}; every field is shown; run without training\n"
     write_text_atomically(out / "scenario.yaml", header + scenario_yaml(scenario))
@@ -97,9 +100,25 @@ def run_system(
     last = scenario.training.rounds
     if engine == "numpy":
         sim = SystemEngine(world)
-        sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
+        try:
+            sim.run(last, lambda row: (rounds_file.append(row), on_round and on_round(row)))
+        except RadioBatteryStop as stop:
+            if not auto:  # --engine numpy: refused, its files gone
+                for name in ("rounds.csv", "scenario.yaml"):
+                    (out / name).unlink(missing_ok=True)
+                if created:
+                    out.rmdir()
+                raise FedjouleError(f"{stop}; use --engine simpy or auto") from None
+            # a battery stop the numpy engine does not place: start over on the SimPy engine
+            engine = "simpy"
+            if on_start:
+                notice = f"{stop}: starting over on the SimPy engine with training skipped"
+                on_start(world, engine, [notice])
+            (out / "rounds.csv").unlink(missing_ok=True)
+            rounds_file = RoundsFile(out / "rounds.csv", extra)
+    if engine == "numpy":
         ledger, battery, sim_time_s = sim.ledger, sim.battery_j, sim.sim_time_s
-        end_tail_j = 0.0  # radios without states only
+        end_tail_j = sim.end_of_run_tail_energy_j
     else:
         sim = SimpySystemSimulation(world)
         sim.run(last, _simpy_recorder(sim, out, rounds_file, on_round))

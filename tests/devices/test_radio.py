@@ -10,7 +10,6 @@ from fedjoule.devices.radio import (
     has_states,
     is_plain_radiated,
     isolated_transfer_energy_j,
-    numpy_radio_reasons,
     promotion_energy_j,
     receive_energy_j,
     receive_power_w,
@@ -112,18 +111,12 @@ def test_isolated_transfer_closed_form():
 
 def test_scenarios_radios_and_the_numpy_engine():
     s = load_scenario("default")
-    assert numpy_radio_reasons(s) == []
     pop = sample_population(s.population, s.seed)
     assert (transmit_draw_w(s.population, pop) == pop.tx_power_w).all()
     d = s.model_dump(mode="json")
     d["population"]["device_classes"][0]["radio"] = {"model": "linear"}
     linear = type(s).model_validate(d)
-    assert numpy_radio_reasons(linear) == []
     draw = transmit_draw_w(linear.population, pop)
     first = pop.class_index == 0
     assert draw[first] == pytest.approx(pop.tx_power_w[first] / 0.1 + 3.0 * 0.273333, rel=1e-12)
     assert (draw[~first] == pop.tx_power_w[~first]).all()
-    for model in ("lte", "wifi", "nbiot"):
-        d["population"]["device_classes"][0]["radio"] = {"model": model}
-        reasons = numpy_radio_reasons(type(s).model_validate(d))
-        assert len(reasons) == 1 and f"radio.model={model}" in reasons[0]

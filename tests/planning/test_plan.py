@@ -13,6 +13,7 @@ from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, kstar_of_x
 from fedjoule.planning.plan import (
+    KIND_COLUMNS,
     PER_CELL,
     REPRICE,
     PlanOptions,
@@ -146,7 +147,7 @@ def test_repriced_rows_share_rounds_and_compute_energy(grid_plan):
             tx = [table[s, b, k]["E_tx_j"] for s in SNRS]
             assert tx == sorted(tx, reverse=True)
         for c in cells:
-            parts = c["E_compute_j"] + c["E_tx_j"] + c["E_rx_j"]
+            parts = sum(c[column] for column in KIND_COLUMNS)  # every kind of the ledger
             assert c["E_total_j"] == pytest.approx(parts, rel=1e-12)
     saved = read_table(result.out / "plan.csv")
     assert len(saved) == 5 * len(SNRS) * len(BANDWIDTHS)
@@ -255,9 +256,14 @@ def test_repriced_grid_equals_per_cell_runs_with_drdm(tmp_path):
     assert a.keys() == b.keys() and len(a) == 8
     reached = 0
     for key in a:
-        for name in (*FIGURES, "time_to_target_s", "is_best"):
+        for name in (*FIGURES, *KIND_COLUMNS, "time_to_target_s", "is_best"):
             assert a[key][name] == b[key][name], (key, name, a[key][name], b[key][name])
         reached += a[key]["reached"]
+        # plan.csv's total is the sum of every kind it lists, the radio states' included
+        assert a[key]["E_total_j"] == pytest.approx(
+            sum(a[key][c] for c in KIND_COLUMNS), rel=1e-9
+        )
+        assert a[key]["E_radio_tail_j"] > 0 and a[key]["E_radio_promotion_j"] > 0
     assert reached == 8  # most (K, cell) reach the target: the equality is about numbers
     assert repriced.best == per_cell.best
     cell = per_cell.out / "cells" / "snr=0__bw=100000" / "runs" / "local_steps=5"

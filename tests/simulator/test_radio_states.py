@@ -20,7 +20,6 @@ from fedjoule.devices.radio import (
     transmit_energy_j,
     transmit_power_w,
 )
-from fedjoule.errors import FedjouleError
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.scenarios.schema import RadioSection, Scenario
 from fedjoule.simulator.client import (
@@ -324,14 +323,29 @@ def test_urban_macro_with_lte_radios_charges_tails_and_resumes_to_the_same_files
     assert whole == resumed
 
 
-def test_engine_choice_with_radio_states():
+def test_numpy_engine_runs_radio_states_as_the_simpy_engine():
+    """Promotion, tails across rounds, idle and the rate-dependent power in closed form
+    (simulator/vector_radio.py): the SimPy engine's rows, energy per kind included, with
+    markov availability replaced (its numpy draws differ) and TDMA queues (the wait is
+    tail energy)."""
     from fedjoule.simulator.system_run import choose_engine
+    from tests.simulator.test_system_engine import COLUMNS, assert_rows_equal, both_engines
 
-    lte = urban_macro("lte")
-    engine, notices = choose_engine(lte, "auto")
-    assert engine == "simpy" and any("radio.model=lte" in n for n in notices)
-    with pytest.raises(FedjouleError, match=r"radio\.model=lte"):
-        choose_engine(lte, "numpy")
+    kinds = ["energy_radio_promotion_j", "energy_radio_tail_j", "energy_idle_j"]
+    for access in ("fdma", "tdma"):
+        lte = urban_macro("lte", rounds=5)
+        lte = lte.model_copy(update={
+            "availability": lte.availability.model_copy(update={"kind": "bernoulli"}),
+            "channel": lte.channel.model_copy(update={"access": access}),
+            "output": lte.output.model_copy(update={"events": False, "timeline_rounds": []}),
+        })  # fmt: skip
+        assert choose_engine(lte, "auto") == ("numpy", [])
+        simpy_rows, numpy_rows = both_engines(lte, rounds=5)
+        assert_rows_equal(simpy_rows, numpy_rows, [*COLUMNS, *kinds])
+        assert sum(r["energy_radio_tail_j"] for r in numpy_rows) > 0
+        end = "energy_end_of_run_tail_j"  # the last row: the tails still running
+        assert numpy_rows[-1][end] == pytest.approx(simpy_rows[-1][end], rel=1e-9)
+        assert numpy_rows[-1][end] > 0
 
 
 def test_numpy_engine_runs_linear_radios_as_the_simpy_engine():

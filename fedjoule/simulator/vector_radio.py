@@ -1,0 +1,85 @@
+"""The radio states of simulator/radio_states.py in closed form over arrays, for the numpy
+system engine (docs/system-engine.md).
+
+A client's radio in a round, as the SimPy client process runs it (client.client_round):
+
+- at the download's connect (after the backhaul, at t_a): a tail still running from an
+  earlier round is cut there (its energy up to t_a), else a promotion of promotion_s at
+  promotion_power_w delays the download;
+- after the download (t_b) the tail runs, tail_s at tail_power_w; the upload's connect at
+  the computation's end (t_c) cuts it, or, the tail ended, pays idle_power_w from its end
+  to t_c and a promotion that delays the upload;
+- waiting for the medium costs tail_power_w (booked as tail energy); a retransmission
+  follows its attempt at once (the tail it leaves is cut at once);
+- after the last attempt, or a stop while waiting or sending, a tail starts; it runs on
+  after the round (the bank: `tail_end_s`, `settled_s`) and is charged by the time it runs
+  (`settle`): to the round's row up to its end, to the gap after it, or at the end of the
+  run by energy.end_of_run_tail.
+
+Measured radios (lte, wifi, nbiot) draw power affine in the rate, so a transfer of S bits
+in t seconds costs slope x S / 1e6 + base x t whatever its rate did meanwhile
+(devices/radio.py). The battery stop of a client whose power follows these states is not
+placed here: a round where such a client could reach its battery threshold raises
+RadioBatteryStop (the SimPy engine plays it).
+"""
+
+import numpy as np
+
+from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, class_radios
+from fedjoule.errors import FedjouleError
+
+
+class RadioBatteryStop(FedjouleError):
+    """A client with radio states could reach its battery threshold in this round."""
+
+
+class VectorRadio:
+    """Every client's radio parameters as (N,) arrays, and the tails between rounds."""
+
+    def __init__(self, population_section, class_index: np.ndarray) -> None:
+        classes = class_radios(population_section)
+        index = np.asarray(class_index)
+
+        def column(get) -> np.ndarray:
+            return np.array([float(get(p)) for p in classes])[index]
+
+        self.measured = column(lambda p: p.model in MEASURED) > 0
+        self.promotion_s = column(lambda p: p.promotion_s)
+        self.promotion_w = column(lambda p: p.promotion_power_w)
+        self.tail_s = column(lambda p: p.tail_s)
+        self.tail_w = column(lambda p: p.tail_power_w)
+        self.idle_w = column(lambda p: p.idle_power_w)
+        self.up_slope = column(lambda p: p.uplink_w_per_mbps)
+        self.up_base = column(lambda p: p.uplink_base_power_w)
+        self.down_slope = column(lambda p: p.downlink_w_per_mbps)
+        self.down_base = column(lambda p: p.base_power_w)
+        # clients whose power the numpy engine's battery stops cannot follow
+        self.special = self.measured | (self.promotion_s > 0) | (self.tail_s > 0)
+        self.special |= self.idle_w > 0
+        n = len(index)
+        self.tail_end_s = np.zeros(n)  # the running tail ends here (past: idle)
+        self.settled_s = np.zeros(n)  # its energy is charged up to here
+
+    @property
+    def any(self) -> bool:
+        return bool(self.special.any())
+
+    def receive_power_w(self, sel: np.ndarray, rate_bps: np.ndarray, plain_w: np.ndarray):
+        """Power while receiving at `rate_bps` (devices/radio.receive_power_w)."""
+        affine = self.down_slope[sel] * rate_bps / BITS_PER_MBIT + self.down_base[sel]
+        return np.where(self.measured[sel], affine, plain_w)
+
+    def transmit_energy_j(self, sel, bits, airtime_s, plain_w) -> np.ndarray:
+        """Energy of sending `bits` in `airtime_s` (devices/radio.transmit_energy_j)."""
+        affine = self.up_slope[sel] * bits / BITS_PER_MBIT + self.up_base[sel] * airtime_s
+        return np.where(self.measured[sel], affine, plain_w * airtime_s)
+
+    def settle(self, until_s: float) -> np.ndarray:
+        """Charge every running tail up to `until_s` (inf: to its end): each client's
+        energy (N,), as RadioBank.settle."""
+        end = np.minimum(until_s, self.tail_end_s)
+        due = end > self.settled_s
+        energy = np.zeros(len(self.tail_s))
+        energy[due] = self.tail_w[due] * (end[due] - self.settled_s[due])
+        self.settled_s[due] = end[due]
+        return energy
