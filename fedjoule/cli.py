@@ -439,8 +439,24 @@ def run(
             on_round=on_round,
         )
     print_summary(summary)
+    print_energy_per_participation(out_dir)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
     print_tracked(out_dir)
+
+
+def print_energy_per_participation(out_dir: Path) -> None:
+    """One line: each device class's energy per participation (clients.csv, the right
+    panel of energy_by_class.png), e.g. `phone-5g 12.5 J`."""
+    from fedjoule.report.plots import energy_by_class
+
+    classes = energy_by_class(out_dir / "clients.csv")
+    parts = [
+        f"{name} {sum(c['energy'].values()) / c['selected']:.3g} J"
+        for name, c in classes.items()
+        if c["selected"]
+    ]
+    if parts:
+        console.print("energy per participation: " + ", ".join(parts), soft_wrap=True)
 
 
 def resume_message(out: Path, first_round: int, total: int) -> str:
@@ -513,12 +529,15 @@ def print_warnings(scenario) -> None:
 
 
 def print_summary(summary: dict) -> None:
-    """The summary table, then its `warnings` (failed rounds, dropped clients) in yellow."""
+    """The summary table, then its `notes` (the energy model) and its `warnings` (failed
+    rounds, dropped clients) in yellow."""
     table = Table(title="summary", show_header=False)
     for key, value in summary.items():
-        if key != "warnings":
+        if key not in ("notes", "warnings"):
             table.add_row(key, summary_value(key, value))
     console.print(table)
+    for note in summary.get("notes") or []:
+        errors.print(Text.assemble(("note:", "cyan"), " ", note), soft_wrap=True)
     for warning in summary.get("warnings") or []:
         errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
 

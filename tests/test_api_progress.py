@@ -35,12 +35,12 @@ def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch
     console = notebook()
     monkeypatch.setattr(rich, "_console", console)  # rich.get_console(): "in a notebook"
     rows = []
-    result = fedjoule.run("default", tmp_path / "a", overrides=TINY, on_round=rows.append)
+    result = fedjoule.run("default-theory", tmp_path / "a", overrides=TINY, on_round=rows.append)
     said = console.export_text()
     assert f"results in {tmp_path / 'a'}" in said and "from round 1 of 3" in said
     # the bar the run drew, fed the same rows: its rounds and the last round's figures
     display = _Display(None, console)
-    display.start_run("default", 3, 0)
+    display.start_run("default-theory", 3, 0)
     for row in rows:
         display.round_done(row, 3)
     task = display.progress.tasks[0]

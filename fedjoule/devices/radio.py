@@ -179,6 +179,23 @@ def is_plain_radiated(p: RadioParams) -> bool:
     return p.model == "radiated" and not has_states(p)
 
 
+def theory_radio_note(device_classes) -> str | None:
+    """One note naming the device classes whose radio is the plain radiated model (the
+    theory papers' idealisation), or None when no class uses it."""
+    names = [
+        c.name for c in device_classes if is_plain_radiated(resolve(c.radio, 0.0, 0.0))
+    ]
+    if not names:
+        return None
+    return (
+        f"energy model: device class{'es' if len(names) > 1 else ''} {', '.join(names)} "
+        "use the radiated radio model (the wireless-FL theory papers'): energy = radiated "
+        "power x airtime, no circuit power, no RRC promotion or tail; a measured phone "
+        "radio spends joules per participation (radio.model lte/wifi/nbiot, or a profile: "
+        "fedjoule profiles)"
+    )
+
+
 # ---------------------------------------------------------------------- powers (W)
 def transmit_power_w(p: RadioParams, rate_bps: float, radiated_w: float | None = None) -> float:
     """Power drawn while sending at `rate_bps` with radiated power `radiated_w` (default:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedjoule.devices.radio import theory_radio_note
 from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
@@ -292,7 +293,8 @@ def _percent(part: float, whole: float) -> str:
 
 def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
     """`summary` with round_totals over rounds.csv (as it stands: a resumed run's rounds
-    all there) after its rounds_completed, and the round_warnings, a list, as `warnings`."""
+    all there) after its rounds_completed, the model notes (a radiated radio: the theory
+    papers' energy), a list, as `notes`, and the round_warnings, a list, as `warnings`."""
     rows = read_rounds(rounds_csv, missing=None) if Path(rounds_csv).exists() else []
     totals = round_totals(rows)
     out = {}
@@ -301,5 +303,7 @@ def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
         if key == "rounds_completed":
             out.update(totals)
     out.update(totals)  # (no rounds_completed: at the end; order kept otherwise)
+    note = scenario and theory_radio_note(scenario.population.device_classes)
+    out["notes"] = [note] if note else []
     out["warnings"] = round_warnings(rows, totals, scenario)
     return out

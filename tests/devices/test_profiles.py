@@ -76,7 +76,7 @@ def test_merged_class_leaves_a_class_without_profile_alone():
 
 def test_an_unknown_profile_lists_the_available_ones():
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", ["population.device_classes=[{profile: phone-x}]"])
+        load_scenario("default-theory", ["population.device_classes=[{profile: phone-x}]"])
     text = str(info.value)
     assert "unknown device profile 'phone-x'" in text
     for name in profile_names():
@@ -105,7 +105,7 @@ def test_cross_checks_see_the_profile_in_a_partly_invalid_file():
     its profile merged in: a measured profile is not reported as missing its figures."""
     with pytest.raises(FedjouleError) as info:
         load_scenario(
-            "default",
+            "default-theory",
             ["population.device_classes=[{profile: rpi4-wifi}]", "training.rounds=0"],
         )
     text = str(info.value)
@@ -118,11 +118,11 @@ def test_the_population_checks_see_the_profiles_names_in_a_partly_invalid_file()
     when another field is wrong; the same profile twice is still a repeated name."""
     two = "[{profile: phone-lte-midrange, share: 0.5}, {profile: rpi4-wifi, share: 0.5}]"
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", [f"population.device_classes={two}", "training.rounds=0"])
+        load_scenario("default-theory", [f"population.device_classes={two}", "training.rounds=0"])
     assert "training.rounds" in str(info.value) and "unique" not in str(info.value)
     same = two.replace("rpi4-wifi", "phone-lte-midrange")
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", [f"population.device_classes={same}", "training.rounds=0"])
+        load_scenario("default-theory", [f"population.device_classes={same}", "training.rounds=0"])
     assert "repeated: ['phone-lte-midrange']" in str(info.value)
 
 

@@ -173,7 +173,7 @@ def run_dir(tmp_path_factory):
         "training.target_value=0.55",
         "output.timeline_rounds=[0]",
     ]
-    run_scenario(load_scenario("default", overrides), out, device="cpu")
+    run_scenario(load_scenario("default-theory", overrides), out, device="cpu")
     return out
 
 
@@ -367,7 +367,7 @@ def test_pareto_front_numbers_its_members_and_keys_every_mark(tmp_path, captured
 
 def plan_scenario():
     return load_scenario(
-        "default", ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"]
+        "default-theory", ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"]
     )
 
 

@@ -16,15 +16,15 @@ def test_builtins_validate(name):
 
 
 def test_required_builtins_exist():
-    assert {"default", "mnist-dirichlet"} <= set(builtin_names())
-    default = load_scenario("default")
+    assert {"default", "default-theory", "mnist-dirichlet"} <= set(builtin_names())
+    default = load_scenario("default-theory")
     assert default.population.size >= 50 and default.training.clients_per_round >= 10
     assert default.dataset.name == "synthetic" and default.algorithm.name == "fedavg"
 
 
 def test_overrides_are_parsed_as_yaml():
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "training.local_steps=20",
             "channel.snr_db=5.5",
@@ -57,7 +57,7 @@ def test_out_of_range_value_names_field_value_and_bound(tmp_path):
 
 def test_unknown_algorithm_lists_the_valid_ones():
     with pytest.raises(FedjouleError) as err:
-        load_scenario("default", ["algorithm.name=fedsgd"])
+        load_scenario("default-theory", ["algorithm.name=fedsgd"])
     assert "'fedavg'" in str(err.value) and "'fedprox'" in str(err.value)
 
 
