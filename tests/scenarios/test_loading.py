@@ -101,3 +101,25 @@ def test_every_field_is_documented():
 
     missing = [(m, n) for m, n, d in walk(Scenario) if not d]
     assert not missing
+
+
+@pytest.mark.parametrize(
+    ("override", "hint"),
+    [
+        ("channel.fading=rayliegh", "(did you mean 'rayleigh'?)"),
+        ("availability.kind=markv", "(did you mean 'markov'?)"),
+        ("population.device_classes=[{radio: {model: ltee}}]", "(did you mean 'lte'?)"),
+        ("algorithm.name=fedavgg", "unknown algorithm 'fedavgg' (did you mean 'fedavg'?)"),
+        ("population.device_classes=[{profile: phone-5gg}]", "(did you mean 'phone-5g'?)"),
+    ],
+)
+def test_a_misspelt_choice_names_the_closest_allowed_value(override, hint):
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", [override])
+    assert hint in str(info.value)
+
+
+def test_a_far_off_choice_gets_no_guess():
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", ["channel.fading=zzzzzz"])
+    assert "did you mean" not in str(info.value) and "'rician'" in str(info.value)

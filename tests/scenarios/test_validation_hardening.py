@@ -519,6 +519,8 @@ def test_builtins_are_plausible(name):
         ("channel.noise_dbm_per_hz=-100", "channel.noise_dbm_per_hz", "-100", "-174"),
         ("channel.snr_db=100", "channel.snr_db", "100", "linear"),
         ("round.deadline_s=0.0001", "round.deadline_s", "0.0001", "ms"),
+        ("population.device_classes=[{battery_j: 15}]", "battery_j", "15", "15 Wh = 54000 J"),
+        ("round.deadline_s=30000", "round.deadline_s", "30000", "8.33 h"),
         ("output.timeline_rounds=[500]", "output.timeline_rounds", "[500]", "never drawn"),
     ],
 )
