@@ -13,6 +13,7 @@ raises one FedjouleError, quickly, with a message of a bounded number of short l
 """
 
 import re
+import types
 import typing
 from dataclasses import dataclass
 from importlib import resources
@@ -391,6 +392,9 @@ def _section_of(annotation) -> tuple[type[BaseModel] | None, bool]:
     """(model, is a list of it) for a field holding a section or a list of sections."""
     if _is_section(annotation):
         return annotation, False
+    members = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(members) == 1:
+        return _section_of(members[0])  # an optional section (`LinkTraces | None`)
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
         if _is_section(item):

@@ -123,3 +123,27 @@ def test_a_far_off_choice_gets_no_guess():
     with pytest.raises(FedjouleError) as info:
         load_scenario("default", ["channel.fading=zzzzzz"])
     assert "did you mean" not in str(info.value) and "'rician'" in str(info.value)
+
+
+def test_relative_data_files_are_found_from_the_scenario_folder(tmp_path, monkeypatch):
+    """channel.trace and availability.trace_file resolve as plug-ins do: from the scenario
+    file's folder, then the working folder; a missing one names every place looked at."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "on.csv").write_text("client,start_s,end_s\n0,0,1000\n")
+    (folder / "up.csv").write_text("t,mbps\n0,5\n1,6\n")
+    scenario = folder / "s.yaml"
+    scenario.write_text(
+        "availability: {kind: trace, trace_file: on.csv}\n"
+        "channel: {trace: {uplink: {file: up.csv, column: mbps, time_column: t}}}\n"
+    )
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    s = load_scenario(str(scenario))
+    assert s.availability.trace_file == str(folder / "on.csv")
+    assert s.channel.trace.uplink.file == str(folder / "up.csv")
+    with pytest.raises(FedjouleError) as info:
+        load_scenario(str(scenario), ["availability.trace_file=gone.csv"])
+    assert (
+        f"field 'availability.trace_file' (--set): gone.csv not found (looked at "
+        f"{folder / 'gone.csv'}, {tmp_path / 'gone.csv'})"
+    ) in str(info.value)
