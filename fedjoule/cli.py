@@ -1073,21 +1073,58 @@ def profiles(
     if name not in profile_names():
         raise FedjouleError(unknown_profile_message(name))
     profile = load_profile(name)
-    resolved = DeviceClass.model_validate({"profile": name}).model_dump(mode="json")
-    radio = resolved.pop("radio")
-    rows = [*resolved.items(), *((f"radio.{k}", v) for k, v in radio.items())]
     console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
     table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
     for column in ("field", "value", "source"):
         table.add_column(column, overflow="fold")
-    for field, value in rows:
-        if field == "profile":
-            continue
-        source = profile.sources.get(field)
-        if source is None:
-            source = "the name of the profile" if field == "name" else "default (not set)"
-        table.add_row(Text(field), Text("null" if value is None else f"{value}"), Text(source))
+    for field, value, source in profile_rows(profile, DeviceClass.model_validate({"profile": name})):
+        shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
+        table.add_row(Text(field), Text(shown), Text(source))
     console.print(table)
+
+
+# The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)
+COMPUTE_FIELDS = {
+    "cpu": ("cpu_freq_min_hz", "cpu_freq_max_hz", "kappa", "flops_per_cycle"),
+    "accelerator": ("peak_flops", "efficiency", "active_power_w", "compute_spread_sigma"),
+    "efficiency": ("flops_per_s", "flops_per_joule", "compute_spread_sigma"),
+    "measured": (
+        "reference_seconds_per_sample",
+        "reference_flops_per_sample",
+        "measured_power_w",
+        "compute_spread_sigma",
+    ),
+}
+
+
+def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
+    """(field, value, source) of every value a run on the profile uses, after defaults:
+    the compute kind's fields, the radio's resolved parameters (fedjoule/devices/radio.py),
+    the battery's; a source is the profile's, else the default's."""
+    from fedjoule.devices import radio
+
+    model = resolved.radio.model
+    every = set().union(*COMPUTE_FIELDS.values())
+    skipped = {"profile", "share", "radio"} | (every - set(COMPUTE_FIELDS[resolved.compute]))
+    if model in radio.MEASURED:
+        skipped.add("rx_power_w")  # (receiving draws base_power_w)
+    rows = []
+    for field, info in type(resolved).model_fields.items():
+        if field in skipped:
+            continue
+        source = profile.sources.get(field) or (
+            "the name of the profile" if field == "name" else f"default: {info.description}"
+        )
+        rows.append((field, getattr(resolved, field), source))
+    rows.append(("radio.model", model, profile.sources.get("radio.model", "default")))
+    params = radio.resolve(resolved.radio, 0.0, 0.0)
+    for field in radio.PARAMETERS:
+        given = getattr(resolved.radio, field) is not None
+        if field in radio.parameters_used(model) or given:
+            source = profile.sources.get(f"radio.{field}") if given else None
+            source = source or radio.default_source(model, field)
+            rows.append((f"radio.{field}", getattr(params, field), source))
+    return rows
 
 
 CUSTOM_USAGE = (
