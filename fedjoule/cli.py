@@ -1077,7 +1077,8 @@ def profiles(
     table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
     for column in ("field", "value", "source"):
         table.add_column(column, overflow="fold")
-    for field, value, source in profile_rows(profile, DeviceClass.model_validate({"profile": name})):
+    resolved = DeviceClass.model_validate({"profile": name})
+    for field, value, source in profile_rows(profile, resolved):
         shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
         table.add_row(Text(field), Text(shown), Text(source))
     console.print(table)
