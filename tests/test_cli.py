@@ -64,7 +64,16 @@ def interruptible() -> None:
 def test_a_signal_stops_a_run_with_a_resume_hint(tmp_path, signame):
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [*FEDJOULE, "run", "default-theory", "--out", str(out), "--set", "training.rounds=1000", "-q"],
+        [
+            *FEDJOULE,
+            "run",
+            "default-theory",
+            "--out",
+            str(out),
+            "--set",
+            "training.rounds=1000",
+            "-q",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -54,7 +54,10 @@ def test_internal_error_report_is_a_new_private_file(tmp_path, monkeypatch, caps
 def test_capacity_refuses_limits_that_are_not_finite(option, value, tmp_path, capsys):
     """(issue 21, item 6) exit 2 naming the option, and no folder left behind."""
     out = tmp_path / "cap"
-    assert invoke(["capacity", "default-theory", option, value, "--rounds", "2", "--out", str(out)]) == 2
+    assert (
+        invoke(["capacity", "default-theory", option, value, "--rounds", "2", "--out", str(out)])
+        == 2
+    )
     assert option in capsys.readouterr().err
     assert not out.exists()
 

@@ -48,7 +48,9 @@ def small(**extra) -> dict:
 def run_small(tmp_path, name, extra, rounds=3, **kwargs):
     overrides = small()
     overrides.update({"training.rounds": rounds, "output.events": True, **extra})
-    return fedjoule.run("default-theory", tmp_path / name, overrides=overrides, device="cpu", **kwargs)
+    return fedjoule.run(
+        "default-theory", tmp_path / name, overrides=overrides, device="cpu", **kwargs
+    )
 
 
 # ---------------------------------------------------------------------- sizes on the air

@@ -59,10 +59,21 @@ def test_points_are_the_cartesian_product_with_stable_names():
 )
 def test_bad_grid_fails_before_any_run(tmp_path, grid, message):
     with pytest.raises(FedjouleError, match=message.replace("[", r"\[")):
-        plan_points("default-theory", ["training.rounds=2"], parse_grid([grid], ["training.rounds=2"]))
+        plan_points(
+            "default-theory", ["training.rounds=2"], parse_grid([grid], ["training.rounds=2"])
+        )
     result = CliRunner().invoke(
         app,
-        ["sweep", "default-theory", "-g", grid, "-s", "training.rounds=2", "--out", str(tmp_path / "s")],
+        [
+            "sweep",
+            "default-theory",
+            "-g",
+            grid,
+            "-s",
+            "training.rounds=2",
+            "--out",
+            str(tmp_path / "s"),
+        ],
     )
     assert isinstance(result.exception, FedjouleError)
     assert message in str(result.exception)

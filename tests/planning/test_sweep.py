@@ -190,7 +190,15 @@ def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
     if not script.exists():
         pytest.skip("no fedjoule console script beside this Python")
     (tmp_path / "fedjoule").mkdir()  # what a checkout named fedjoule looks like from above
-    args = [str(script), "sweep", "default-theory", "--grid", "seed=0", "--set", "training.rounds=1"]
+    args = [
+        str(script),
+        "sweep",
+        "default-theory",
+        "--grid",
+        "seed=0",
+        "--set",
+        "training.rounds=1",
+    ]
     args += ["--backend", "ray", "--out", str(tmp_path / "out"), "-q", "--device", "cpu"]
     done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

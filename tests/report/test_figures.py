@@ -234,7 +234,10 @@ def test_energy_by_class_per_device_and_per_participation(run_dir, captured):
     assert ticks == [f"{c}\n{devices[c]} devices\n{selected[c]} participations" for c in names]
     legend = [t.get_text() for t in per_selection.get_legend().get_texts()]
     assert legend[:3] == ["compute", "transmit", "receive"]
-    assert fig._suptitle.get_text() == "energy by device class\nscenario default-theory · algorithm fedavg"
+    assert (
+        fig._suptitle.get_text()
+        == "energy by device class\nscenario default-theory · algorithm fedavg"
+    )
 
 
 def test_plot_run_writes_every_requested_format(run_dir, tmp_path):
@@ -367,7 +370,8 @@ def test_pareto_front_numbers_its_members_and_keys_every_mark(tmp_path, captured
 
 def plan_scenario():
     return load_scenario(
-        "default-theory", ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"]
+        "default-theory",
+        ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"],
     )
 
 
@@ -412,7 +416,8 @@ def test_energy_vs_k_shows_every_k_of_the_grid(tmp_path, captured):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["0 dB, 100 kHz", "30 dB, 10 MHz", "K not reached", "K* (least E)"]
     assert ax.get_title() == (
-        "energy to worst client accuracy ≥ 0.7 against K\nscenario default-theory · algorithm fedavg"
+        "energy to worst client accuracy ≥ 0.7 against K\n"
+        "scenario default-theory · algorithm fedavg"
     )
     # no y tick inside the 'not reached' band
     ymin, ymax = ax.get_ylim()

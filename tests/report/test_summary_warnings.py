@@ -38,7 +38,9 @@ def assert_totals_are_the_sums(summary: dict, rows: list[dict]) -> None:
 
 
 def test_learning_run_totals_equal_the_sums_over_rounds_csv(tmp_path):
-    out, summary = run_scenario(load_scenario("default-theory", TIGHT), tmp_path / "run", device="cpu")
+    out, summary = run_scenario(
+        load_scenario("default-theory", TIGHT), tmp_path / "run", device="cpu"
+    )
     rows = read_rounds(out / "rounds.csv")
     assert_totals_are_the_sums(summary, rows)
     assert summary["dropped_deadline"] > 0 and summary["rounds_failed"] > 0  # drops to count

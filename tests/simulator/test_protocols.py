@@ -197,7 +197,9 @@ def test_interrupted_protocol_runs_resume_to_identical_files(tmp_path, kind):
         "training.eval_every=4",
         *RESUMED[kind],
     ]
-    reference, _ = run_scenario(load_scenario("default-theory", sets), tmp_path / "ref", device="cpu")
+    reference, _ = run_scenario(
+        load_scenario("default-theory", sets), tmp_path / "ref", device="cpu"
+    )
     out = tmp_path / "cut"
     run_scenario(load_scenario("default-theory", sets), out, device="cpu", stop_after=3)
     run_scenario(None, out, device="cpu", resume=True, stop_after=6)

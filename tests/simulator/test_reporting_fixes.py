@@ -61,7 +61,9 @@ def test_snr_differs_by_the_band_ratio_between_schemes(tmp_path):
 
 
 def test_fixed_snr_clients_csv_is_snr_db(tmp_path):
-    s = load_scenario("default-theory", ["channel.snr_db=7.5", "channel.access=tdma", "training.rounds=1"])
+    s = load_scenario(
+        "default-theory", ["channel.snr_db=7.5", "channel.access=tdma", "training.rounds=1"]
+    )
     sim = Simulation(build_world(s, device="cpu"))
     assert {row["mean_uplink_snr_db"] for row in client_rows(sim)} == {7.5}
 

@@ -32,7 +32,9 @@ def test_same_seed_same_rounds_csv(tmp_path):
 
 def test_other_seed_other_results(tmp_path):
     run_scenario(load_scenario("default-theory", OVERRIDES), tmp_path / "a", device="cpu")
-    run_scenario(load_scenario("default-theory", OVERRIDES + ["seed=1"]), tmp_path / "b", device="cpu")
+    run_scenario(
+        load_scenario("default-theory", OVERRIDES + ["seed=1"]), tmp_path / "b", device="cpu"
+    )
     assert rows_without_wall_time(tmp_path / "a" / "rounds.csv") != rows_without_wall_time(
         tmp_path / "b" / "rounds.csv"
     )

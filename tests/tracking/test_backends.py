@@ -33,7 +33,9 @@ pytest.importorskip("wandb")
 @pytest.fixture(scope="module")
 def tracked(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tracked") / "run"
-    fedjoule.run("default-theory", out, overrides=TINY, device="cpu", track="csv,tensorboard,mlflow,wandb")
+    fedjoule.run(
+        "default-theory", out, overrides=TINY, device="cpu", track="csv,tensorboard,mlflow,wandb"
+    )
     return out
 
 

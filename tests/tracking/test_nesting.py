@@ -18,7 +18,13 @@ pytest.importorskip("mlflow")
 def sweep(out: Path, track: list[str]) -> Path:
     overrides = {**TINY, "training.rounds": 2}
     fedjoule.sweep(
-        "default-theory", {"seed": [0, 1]}, out, overrides=overrides, workers=1, device="cpu", track=track
+        "default-theory",
+        {"seed": [0, 1]},
+        out,
+        overrides=overrides,
+        workers=1,
+        device="cpu",
+        track=track,
     )
     return out
 

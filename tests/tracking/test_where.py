@@ -23,7 +23,10 @@ def test_a_run_and_a_sweep_print_where_they_were_tracked(tmp_path, capsys):
     ]
     sweep = tmp_path / "sweep"
     grid = ["--grid", "seed=0,1", "--workers", "1"]
-    assert invoke(["sweep", "default-theory", "--out", str(sweep), "--track", "csv", *SETS, *grid]) == 0
+    assert (
+        invoke(["sweep", "default-theory", "--out", str(sweep), "--track", "csv", *SETS, *grid])
+        == 0
+    )
     parent = json.loads((sweep / "tracking.json").read_text())["trackers"]["csv"]["dir"]
     assert tracked_lines(capsys.readouterr().out) == [f"tracked: csv: {parent}"]
     # an untracked run says nothing of tracking
