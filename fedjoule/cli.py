@@ -516,6 +516,7 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
             loaded, out, engine=engine, on_start=on_start, on_round=on_round
         )
     print_summary(summary)
+    print_energy_per_participation(out_dir)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
     print_tracked(out_dir)
 
