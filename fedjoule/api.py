@@ -714,8 +714,11 @@ def run(
         pass
     finally:
         torch.set_num_threads(before)
+    result = RunResult.from_folder(folder)
+    for note in result.summary.get("notes") or []:  # (the energy model)
+        say(f"note: {note}")
     say(f"results in {folder}")
-    return RunResult.from_folder(folder)
+    return result
 
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:

@@ -44,6 +44,7 @@ def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch
     result = fedjoule.run("default-theory", tmp_path / "a", overrides=TINY, on_round=rows.append)
     said = console.export_text()
     assert f"results in {tmp_path / 'a'}" in said and "from round 1 of 3" in said
+    assert "note: energy model: device classes phone, iot use the radiated" in said
     # the bar the run drew, fed the same rows: its rounds and the last round's figures
     display = _Display(None, console)
     display.start_run("default-theory", 3, 0)
