@@ -81,7 +81,8 @@ def run_part(base, algorithms, rounds, out_dir: Path, label: str) -> list[dict]:
     results = []
     for name, options in algorithms.items():
         scenario = load_scenario(
-            "default", [*base, f"algorithm.name={name}", f"training.rounds={rounds}", *options]
+            "default-theory",
+            [*base, f"algorithm.name={name}", f"training.rounds={rounds}", *options],
         )
         folder = out_dir / f"{label}-{name}"
         tic = time.perf_counter()

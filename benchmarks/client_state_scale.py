@@ -42,7 +42,7 @@ def child(out: Path, rounds: int, budget_mb: float | None) -> None:
     from fedjoule.simulator.run import run_scenario
 
     tic = time.perf_counter()
-    scenario = load_scenario("default", [*SCENARIO, f"training.rounds={rounds}"])
+    scenario = load_scenario("default-theory", [*SCENARIO, f"training.rounds={rounds}"])
     _, summary = run_scenario(scenario, out, device="cpu", state_memory_mb=budget_mb)
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kB -> GB
     print(

@@ -109,7 +109,7 @@ def arms(m: int, concurrency: int, deadline_s: float) -> dict[str, list[str]]:
 
 def one(arm: str, sets: list[str], seed: int, out: Path) -> dict:
     folder = out / f"{arm}-seed{seed}"
-    scenario = load_scenario("default", [*sets, f"seed={seed}"])
+    scenario = load_scenario("default-theory", [*sets, f"seed={seed}"])
     tic = time.perf_counter()
     _, summary = run_scenario(scenario, folder)
     rows = read_rounds(folder / "rounds.csv")

@@ -21,7 +21,7 @@ def one_run(n: int, rounds: int) -> dict:
     from fedjoule.simulator.system_world import build_system_world
 
     tic = time.perf_counter()
-    s = load_scenario("default", [f"population.size={n}", "training.clients_per_round=100"])
+    s = load_scenario("default-theory", [f"population.size={n}", "training.clients_per_round=100"])
     world = build_system_world(s)
     build_s = time.perf_counter() - tic
     tic = time.perf_counter()
@@ -40,7 +40,7 @@ def capacity_run(n: int) -> dict:
     from fedjoule.simulator.system_world import build_system_world
 
     tic = time.perf_counter()
-    s = load_scenario("default", [f"population.size={n}"])
+    s = load_scenario("default-theory", [f"population.size={n}"])
     plan = plan_capacity(s, build_system_world(s), deadline_s=0.5, energy_budget_j=0.05)
     return {
         "devices": n, "capacity_s": time.perf_counter() - tic, "answer": plan["answer"],

@@ -567,21 +567,26 @@ def _say(quiet: bool | None) -> Callable[[str], None]:
 
 
 class _Display:
-    """What run, sweep and plan show while they work. quiet=None (the default): rich's
-    live progress in a Jupyter notebook (rich's console `is_jupyter`; live bars there need
-    ipywidgets, `fedjoule[jupyter]`), nothing in a script; quiet=False: the same in a
-    notebook, lines on stderr elsewhere; quiet=True: nothing. `console`: rich's console
-    (default rich.get_console())."""
+    """What run, sweep, plan and capacity show while they work. quiet=None (the default):
+    rich's live progress in a Jupyter notebook (rich's console `is_jupyter`; live bars there
+    need ipywidgets, `fedjoule[jupyter]`) and on stderr when it is a terminal, nothing when
+    stderr goes to a file or a pipe; quiet=False: the same, or lines on stderr; quiet=True:
+    nothing. `console`: rich's console (default rich.get_console() in a notebook, else a
+    console on stderr)."""
 
     def __init__(self, quiet: bool | None, console=None):
         import rich
+        from rich.console import Console
 
         from fedjoule.run_progress import many_runs_progress
 
-        self.console = console if console is not None else rich.get_console()
-        notebook = self.console.is_jupyter
-        self.shown = notebook if quiet is None else not quiet
-        self.live = self.shown and notebook
+        if console is None:
+            console = rich.get_console()
+            console = console if console.is_jupyter else Console(stderr=True)
+        self.console = console
+        live = self.console.is_jupyter or self.console.is_terminal
+        self.shown = live if quiet is None else not quiet
+        self.live = self.shown and live
         self.progress = many_runs_progress(self.console, quiet=not self.live)
         self.task = None
 
@@ -646,8 +651,9 @@ def run(
     threads: torch CPU threads during the run (default: as set). state_memory_mb: client
     state kept in memory; beyond it rows spill to client_state.bin (None: never).
     quiet: None (default) shows a progress bar and the messages in a Jupyter notebook
-    (rich's notebook support) and nothing in a script; False prints warnings and a line
-    per round on stderr outside a notebook; True shows nothing. plot_style: None (the
+    (rich's notebook support) or on stderr when it is a terminal, nothing when stderr is
+    a file or a pipe; False shows them always (a line per round on stderr where there is
+    no terminal); True shows nothing. plot_style: None (the
     default look), "paper" or a matplotlib style file (`--plot-style`).
     track: experiment tracking, e.g. "tensorboard,mlflow" or ["csv", "wandb"] (`--track`;
     the scenario's tracking.backends; docs/tracking.md).
@@ -731,8 +737,11 @@ def run(
         pass
     finally:
         torch.set_num_threads(before)
+    result = RunResult.from_folder(folder)
+    for note in result.summary.get("notes") or []:  # (the energy model)
+        say(f"note: {note}")
     say(f"results in {folder}")
-    return RunResult.from_folder(folder)
+    return result
 
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
@@ -813,7 +822,7 @@ def sweep(
     every point once per seed, aggregate.csv/json with each point's mean and 95 % CI
     (`ci`: "t" Student, or "bootstrap"), sweep.csv marked with the fronts of the means.
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`). quiet: as for
-    `run` (None: progress bars in a notebook, nothing in a script). A Scenario is
+    `run` (None: progress bars in a notebook or on a terminal). A Scenario is
     written to out/scenario.yaml and read from there. Runs that fail raise FedjouleError
     after the others finished. track: as for `run`; the sweep is the parent of its
     runs' tracked runs.
@@ -949,8 +958,8 @@ def plan(
     (default training.rounds); cells: (snr_db, bandwidth_hz) pairs drawn in energy_vs_k.png
     (default the grid's corners); per_cell: a learning run per (K, cell) even where one
     per K prices the grid. backend, address, workers, threads_per_run, device, data_dir:
-    as for `sweep`. quiet: as for `run` (None: progress bars in a notebook, nothing in
-    a script; False: the plan's messages on stderr outside a notebook).
+    as for `sweep`. quiet: as for `run` (None: progress bars in a notebook or on a
+    terminal; False: the plan's messages on stderr everywhere).
     seeds: a count N (seeds 0..N-1) or a list (`--seeds`): every learning run repeated
     per seed; plan.csv holds means with their 95 % CI, plan_seeds.csv every seed's row.
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
@@ -1043,7 +1052,7 @@ def capacity(
     quantile: float = 0.95,
     over: str = "clients",
     seeds: int | Sequence[int] | None = None,
-    quiet: bool = True,
+    quiet: bool | None = None,
     allow_module_plugins: str | Sequence[str] = (),
     allow_plugin_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> CapacityResult:
@@ -1059,7 +1068,9 @@ def capacity(
     this quantile (1: the worst); over: clients (the time from a round's start to each
     client's arrival, over client-rounds) or rounds (each round's whole duration); seeds: a
     count N (seeds 0..N-1) or a list: the answer per seed and its mean and 95 % CI.
-    quiet: False prints the figures table.
+    quiet: as for `run` (None: what it does and the figures table on a terminal or in a
+    notebook, nothing in a script whose stderr is not a terminal; False: always; True:
+    never).
     """
     from fedjoule import arguments
     from fedjoule.folders import check_out_folder, stamped_folder
@@ -1080,6 +1091,8 @@ def capacity(
     folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
     check_out_folder(folder)
     world = build_system_world(loaded)
+    display = _Display(quiet)
+    display.say(f"capacity: {loaded.name}, search {search}, simulating the system only ...")
     figures = plan_capacity(
         loaded,
         world,
@@ -1091,12 +1104,14 @@ def capacity(
         over=over,
         seeds=seeds,
     )
-    if not quiet:
+    if display.shown:
         from rich.console import Console
 
-        console = Console(stderr=True, markup=False, emoji=False)
+        console = display.console if display.console.is_jupyter else None
+        console = console or Console(stderr=True, markup=False, emoji=False)
         if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
             console.print(f"notice: {figures['engine_notice']}")
         print_capacity(console, loaded, figures)
     write_capacity(folder, figures)
+    display.say(f"results in {folder}")
     return CapacityResult.from_folder(folder)

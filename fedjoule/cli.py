@@ -443,8 +443,24 @@ def run(
             on_round=on_round,
         )
     print_summary(summary)
+    print_energy_per_participation(out_dir)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
     print_tracked(out_dir)
+
+
+def print_energy_per_participation(out_dir: Path) -> None:
+    """One line: each device class's energy per participation (clients.csv, the right
+    panel of energy_by_class.png), e.g. `phone-5g 12.5 J`."""
+    from fedjoule.report.plots import energy_by_class
+
+    classes = energy_by_class(out_dir / "clients.csv")
+    parts = [
+        f"{name} {sum(c['energy'].values()) / c['selected']:.3g} J"
+        for name, c in classes.items()
+        if c["selected"]
+    ]
+    if parts:
+        console.print("energy per participation: " + ", ".join(parts), soft_wrap=True)
 
 
 def resume_message(out: Path, first_round: int, total: int) -> str:
@@ -504,6 +520,7 @@ def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool,
             loaded, out, engine=engine, on_start=on_start, on_round=on_round
         )
     print_summary(summary)
+    print_energy_per_participation(out_dir)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
     print_tracked(out_dir)
 
@@ -517,12 +534,15 @@ def print_warnings(scenario) -> None:
 
 
 def print_summary(summary: dict) -> None:
-    """The summary table, then its `warnings` (failed rounds, dropped clients) in yellow."""
+    """The summary table, then its `notes` (the energy model) and its `warnings` (failed
+    rounds, dropped clients) in yellow."""
     table = Table(title="summary", show_header=False)
     for key, value in summary.items():
-        if key != "warnings":
+        if key not in ("notes", "warnings"):
             table.add_row(key, summary_value(key, value))
     console.print(table)
+    for note in summary.get("notes") or []:
+        errors.print(Text.assemble(("note:", "cyan"), " ", note), soft_wrap=True)
     for warning in summary.get("warnings") or []:
         errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
 
@@ -1062,21 +1082,59 @@ def profiles(
     if name not in profile_names():
         raise FedjouleError(unknown_profile_message(name))
     profile = load_profile(name)
-    resolved = DeviceClass.model_validate({"profile": name}).model_dump(mode="json")
-    radio = resolved.pop("radio")
-    rows = [*resolved.items(), *((f"radio.{k}", v) for k, v in radio.items())]
     console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
     table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
     for column in ("field", "value", "source"):
         table.add_column(column, overflow="fold")
-    for field, value in rows:
-        if field == "profile":
-            continue
-        source = profile.sources.get(field)
-        if source is None:
-            source = "the name of the profile" if field == "name" else "default (not set)"
-        table.add_row(Text(field), Text("null" if value is None else f"{value}"), Text(source))
+    resolved = DeviceClass.model_validate({"profile": name})
+    for field, value, source in profile_rows(profile, resolved):
+        shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
+        table.add_row(Text(field), Text(shown), Text(source))
     console.print(table)
+
+
+# The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)
+COMPUTE_FIELDS = {
+    "cpu": ("cpu_freq_min_hz", "cpu_freq_max_hz", "kappa", "flops_per_cycle"),
+    "accelerator": ("peak_flops", "efficiency", "active_power_w", "compute_spread_sigma"),
+    "efficiency": ("flops_per_s", "flops_per_joule", "compute_spread_sigma"),
+    "measured": (
+        "reference_seconds_per_sample",
+        "reference_flops_per_sample",
+        "measured_power_w",
+        "compute_spread_sigma",
+    ),
+}
+
+
+def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
+    """(field, value, source) of every value a run on the profile uses, after defaults:
+    the compute kind's fields, the radio's resolved parameters (fedjoule/devices/radio.py),
+    the battery's; a source is the profile's, else the default's."""
+    from fedjoule.devices import radio
+
+    model = resolved.radio.model
+    every = set().union(*COMPUTE_FIELDS.values())
+    skipped = {"profile", "share", "radio"} | (every - set(COMPUTE_FIELDS[resolved.compute]))
+    if model in radio.MEASURED:
+        skipped.add("rx_power_w")  # (receiving draws base_power_w)
+    rows = []
+    for field, info in type(resolved).model_fields.items():
+        if field in skipped:
+            continue
+        source = profile.sources.get(field) or (
+            "the name of the profile" if field == "name" else f"default: {info.description}"
+        )
+        rows.append((field, getattr(resolved, field), source))
+    rows.append(("radio.model", model, profile.sources.get("radio.model", "default")))
+    params = radio.resolve(resolved.radio, 0.0, 0.0)
+    for field in radio.PARAMETERS:
+        given = getattr(resolved.radio, field) is not None
+        if field in radio.parameters_used(model) or given:
+            source = profile.sources.get(f"radio.{field}") if given else None
+            source = source or radio.default_source(model, field)
+            rows.append((f"radio.{field}", getattr(params, field), source))
+    return rows
 
 
 CUSTOM_USAGE = (

@@ -18,3 +18,14 @@ class RunDiverged(FedjouleError):
     """
 
     exit_code = 3
+
+
+def did_you_mean(value: object, allowed) -> str:
+    """` (did you mean 'lte'?)`: the allowed name closest to a misspelt `value`
+    (difflib's ratio of at least 0.6), or '' when none is close or value is not text."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    hint = difflib.get_close_matches(value, [str(a) for a in allowed], n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""

@@ -43,7 +43,7 @@ def csv_rows(path: Path) -> list[dict]:
 
 
 def small(rounds: int = 5, **more) -> Scenario:
-    return fedjoule.load_scenario("default", {**SMALL, "training.rounds": rounds, **more})
+    return fedjoule.load_scenario("default-theory", {**SMALL, "training.rounds": rounds, **more})
 
 
 # --------------------------------------------------------------------------- the package
@@ -94,8 +94,8 @@ def test_load_scenario_with_overrides_equals_the_command_lines():
         "description='1e5'",
         "channel.shadowing_sigma_db=0",
     ]
-    ours = fedjoule.load_scenario("default", overrides)
-    assert ours == load_with_sets("default", sets)
+    ours = fedjoule.load_scenario("default-theory", overrides)
+    assert ours == load_with_sets("default-theory", sets)
     assert ours.name == "a, b: [c]" and ours.description == "1e5"
     assert ours.model.hidden == [16, 8] and ours.round.deadline_s is None
 
@@ -113,11 +113,11 @@ def test_values_are_written_as_text_that_reads_back_the_same(value):
 
 def test_values_that_are_not_scenario_values_are_refused():
     with pytest.raises(TypeError, match="overrides"):
-        fedjoule.load_scenario("default", {"training.rounds": object()})
+        fedjoule.load_scenario("default-theory", {"training.rounds": object()})
     with pytest.raises(FedjouleError, match="not a dotted scenario key"):
-        fedjoule.load_scenario("default", {"training.rounds=5": 1})
+        fedjoule.load_scenario("default-theory", {"training.rounds=5": 1})
     with pytest.raises(FedjouleError, match="training.rounds"):
-        fedjoule.load_scenario("default", {"training.rounds": "many"})
+        fedjoule.load_scenario("default-theory", {"training.rounds": "many"})
 
 
 def test_cell_values():
@@ -219,7 +219,7 @@ def test_run_mistakes(tmp_path):
 def test_a_diverged_run_returns_its_results(tmp_path):
     seen = []
     result = fedjoule.run(
-        "default", tmp_path / "run", overrides={**SMALL, "training.lr": 1e38},
+        "default-theory", tmp_path / "run", overrides={**SMALL, "training.lr": 1e38},
         on_round=seen.append, device="cpu",
     )  # fmt: skip
     assert result.diverged and "round 0" in result.summary["diverged_reason"]
@@ -255,7 +255,7 @@ def test_sweep_returns_what_the_command_line_writes(tmp_path):
     sets = [s for s in SMALL_SETS if not s.startswith("training.local_steps")]
     args = [
         "sweep",
-        "default",
+        "default-theory",
         "--grid",
         "training.local_steps=1,3",
         "--out",
@@ -302,14 +302,14 @@ PLAN = {**{k: v for k, v in SMALL.items() if k != "training.local_steps"},
 
 
 def test_plan_returns_what_the_command_line_writes(tmp_path):
-    args = ["plan", "default", "--k", "1,2", "--snr-db", "10,20", "--bandwidth-hz", "1e6"]
+    args = ["plan", "default-theory", "--k", "1,2", "--snr-db", "10,20", "--bandwidth-hz", "1e6"]
     args += ["--out", str(tmp_path / "cli"), "--workers", "1", "--device", "cpu"]
     for key, value in PLAN.items():
         args += ["--set", f"{key}={value_text(value)}"]
     assert invoke(args) == 0
 
     result = fedjoule.plan(
-        "default", tmp_path / "api", k=[1, 2], snr_db=[10, 20], bandwidth_hz=[1e6],
+        "default-theory", tmp_path / "api", k=[1, 2], snr_db=[10, 20], bandwidth_hz=[1e6],
         overrides=PLAN, workers=1, device="cpu",
     )  # fmt: skip
     assert result.table == read_table(tmp_path / "cli" / "plan.csv")
@@ -323,16 +323,16 @@ def test_plan_returns_what_the_command_line_writes(tmp_path):
 
 def test_plan_mistakes(tmp_path):
     with pytest.raises(FedjouleError, match=r"k\[1\]=2.5: expected a whole number"):
-        fedjoule.plan("default", tmp_path / "p", k=[1, 2.5])
+        fedjoule.plan("default-theory", tmp_path / "p", k=[1, 2.5])
     with pytest.raises(FedjouleError, match="repeated"):
-        fedjoule.plan("default", tmp_path / "p", snr_db=[0, 0])
+        fedjoule.plan("default-theory", tmp_path / "p", snr_db=[0, 0])
     with pytest.raises(FedjouleError, match="not a cell of the grid"):
-        fedjoule.plan("default", tmp_path / "p", cells=[(5, 1e6)])
+        fedjoule.plan("default-theory", tmp_path / "p", cells=[(5, 1e6)])
     assert not (tmp_path / "p").exists()
 
 
 def test_capacity_returns_what_the_command_line_writes(tmp_path):
-    args = ["capacity", "default", "--rounds", "3"]
+    args = ["capacity", "default-theory", "--rounds", "3"]
     args += ["--out", str(tmp_path / "cli"), "-q"]
     for s in SMALL_SETS:
         args += ["--set", s]

@@ -114,7 +114,7 @@ def test_run_refuses_every_bad_argument_before_making_its_folder(tmp_path_factor
         return
     out = tmp_path_factory.mktemp("run") / "out"
     kwargs = {"overrides": TINY, name: value}
-    error = refused(lambda: fedjoule.run("default", out, **kwargs), out)
+    error = refused(lambda: fedjoule.run("default-theory", out, **kwargs), out)
     assert name in str(error)
 
 
@@ -130,7 +130,7 @@ def test_sweep_refuses_every_bad_argument_before_making_its_folder(tmp_path_fact
     out = tmp_path_factory.mktemp("sweep") / "out"
     kwargs = {"axes": {"seed": [0]}, "overrides": TINY, name: value}
     axes = kwargs.pop("axes")
-    error = refused(lambda: fedjoule.sweep("default", axes, out, **kwargs), out)
+    error = refused(lambda: fedjoule.sweep("default-theory", axes, out, **kwargs), out)
     assert name in str(error)
 
 
@@ -141,7 +141,7 @@ def test_plan_refuses_every_bad_argument_before_making_its_folder(tmp_path_facto
     value = data.draw(PLAN[name])
     out = tmp_path_factory.mktemp("plan") / "out"
     kwargs = {"overrides": {**TINY, "training.target_value": 0.5}, name: value}
-    error = refused(lambda: fedjoule.plan("default", out, k=[1], **kwargs), out)
+    error = refused(lambda: fedjoule.plan("default-theory", out, k=[1], **kwargs), out)
     assert name in str(error)
 
 
@@ -152,17 +152,17 @@ def test_capacity_refuses_every_bad_argument_before_making_its_folder(tmp_path_f
     value = data.draw(CAPACITY[name])
     out = tmp_path_factory.mktemp("capacity") / "out"
     kwargs = {"overrides": TINY, name: value}
-    error = refused(lambda: fedjoule.capacity("default", out, **kwargs), out)
+    error = refused(lambda: fedjoule.capacity("default-theory", out, **kwargs), out)
     assert name in str(error)
 
 
-@pytest.mark.parametrize("bad", [None, 1, [], "", b"default", 1.5])
+@pytest.mark.parametrize("bad", [None, 1, [], "", b"default-theory", 1.5])
 def test_load_scenario_refuses_what_is_not_a_name_or_path(bad):
     with pytest.raises((ArgumentError, ArgumentTypeError)) as caught:
         fedjoule.load_scenario(bad)
     assert "name_or_path" in str(caught.value)
     with pytest.raises(ArgumentTypeError, match="overrides"):
-        fedjoule.load_scenario("default", overrides=["training.rounds=1"])
+        fedjoule.load_scenario("default-theory", overrides=["training.rounds=1"])
 
 
 def test_seeds_are_the_same_rule_on_the_command_line_and_in_python():

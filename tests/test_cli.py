@@ -41,8 +41,8 @@ def odd_scenario(tmp_path: Path, name: str = ODD_NAME, **sections) -> Path:
         (["run", "--thread", "1"], "No such option: --thread"),
         (["runn"], "No such command 'runn'"),
         (["run", "--threads", "abc"], "'--threads'"),
-        (["sweep", "default"], "'--grid'"),
-        (["validate", "default", "--set", "training.rounds=[1"], "not valid YAML"),
+        (["sweep", "default-theory"], "'--grid'"),
+        (["validate", "default-theory", "--set", "training.rounds=[1"], "not valid YAML"),
     ],
 )
 def test_usage_mistakes_are_one_short_message_and_exit_2(args, words):
@@ -64,7 +64,16 @@ def interruptible() -> None:
 def test_a_signal_stops_a_run_with_a_resume_hint(tmp_path, signame):
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [*FEDJOULE, "run", "default", "--out", str(out), "--set", "training.rounds=1000", "-q"],
+        [
+            *FEDJOULE,
+            "run",
+            "default-theory",
+            "--out",
+            str(out),
+            "--set",
+            "training.rounds=1000",
+            "-q",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -91,7 +100,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tmp_path):
     """SIGINT to the sweep: exit 130 with the restart hint, at once: the runs in flight
     stop and the queued ones never start."""
     out = tmp_path / "sweep"
-    args = ["sweep", "default", "--grid", "seed=0,1,2,3", "--set", "training.rounds=2000"]
+    args = ["sweep", "default-theory", "--grid", "seed=0,1,2,3", "--set", "training.rounds=2000"]
     proc = subprocess.Popen(
         [*FEDJOULE, *args, "--workers", "2", "--out", str(out), "-q"],
         stdout=subprocess.PIPE,
@@ -148,7 +157,7 @@ class Diverged(FedjouleError):
 def test_exit_codes_and_messages(tmp_path, monkeypatch, capsys, exception, written, code, message):
     monkeypatch.setattr("fedjoule.simulator.run.run_scenario", fake_run(exception, written))
     out = tmp_path / "run"
-    assert invoke(["run", "default", "--out", str(out), "-q"]) == code
+    assert invoke(["run", "default-theory", "--out", str(out), "-q"]) == code
     stderr = capsys.readouterr().err
     assert message in stderr
     assert "Traceback" not in stderr and len(stderr.splitlines()) == 1
@@ -164,7 +173,7 @@ def test_sigterm_exits_143(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr("fedjoule.simulator.run.run_scenario", terminated)
     before = signal.getsignal(signal.SIGTERM)
-    assert invoke(["run", "default", "--out", str(tmp_path / "run"), "-q"]) == 143
+    assert invoke(["run", "default-theory", "--out", str(tmp_path / "run"), "-q"]) == 143
     assert "interrupted before the run started" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) == before
 
@@ -244,13 +253,13 @@ def test_out_folder_checks(tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
-        ["run", "default", "--device", "bogus"],
-        ["run", "default", "--executor", "bogus"],
-        ["run", "default", "--out", "FILE"],
-        ["run", "default", "--no-train", "--out", "FILE"],
-        ["capacity", "default", "--out", "FILE"],
-        ["sweep", "default", "-g", "training.rounds=1,2", "--out", "FILE"],
-        ["plan", "default", "--out", "FILE"],
+        ["run", "default-theory", "--device", "bogus"],
+        ["run", "default-theory", "--executor", "bogus"],
+        ["run", "default-theory", "--out", "FILE"],
+        ["run", "default-theory", "--no-train", "--out", "FILE"],
+        ["capacity", "default-theory", "--out", "FILE"],
+        ["sweep", "default-theory", "-g", "training.rounds=1,2", "--out", "FILE"],
+        ["plan", "default-theory", "--out", "FILE"],
     ],
 )
 def test_bad_options_and_out_folders_fail_before_anything_is_created(
@@ -275,7 +284,7 @@ def test_resume_says_from_which_round_and_checkpoint(tmp_path, capsys):
 
     out = tmp_path / "r"
     tiny = {"training.rounds": 4, "population.size": 10, "round.min_clients": 1}
-    fedjoule.run("default", out, overrides=tiny, on_round=lambda row: row["round"] < 1)
+    fedjoule.run("default-theory", out, overrides=tiny, on_round=lambda row: row["round"] < 1)
     capsys.readouterr()
     fedjoule.run(None, out, resume=True, quiet=False, on_round=lambda row: False)
     said = capsys.readouterr().err

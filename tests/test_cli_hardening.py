@@ -21,7 +21,7 @@ def test_version_flag(capsys):
     "out", ["", " ", "/", "/etc", "/usr", "/tmp/" + "a" * 300, "/tmp/x" + "/b" * 2100]
 )
 def test_out_refuses_empty_system_and_too_long_paths(out, capsys):
-    assert invoke(["run", "default", "--no-train", "--out", out]) == 2
+    assert invoke(["run", "default-theory", "--no-train", "--out", out]) == 2
     err = capsys.readouterr().err
     assert "error:" in err and ("empty path" in err or "system folder" in err or "too long" in err)
     assert not Path("/etc/rounds.csv").exists()
@@ -54,7 +54,10 @@ def test_internal_error_report_is_a_new_private_file(tmp_path, monkeypatch, caps
 def test_capacity_refuses_limits_that_are_not_finite(option, value, tmp_path, capsys):
     """(issue 21, item 6) exit 2 naming the option, and no folder left behind."""
     out = tmp_path / "cap"
-    assert invoke(["capacity", "default", option, value, "--rounds", "2", "--out", str(out)]) == 2
+    assert (
+        invoke(["capacity", "default-theory", option, value, "--rounds", "2", "--out", str(out)])
+        == 2
+    )
     assert option in capsys.readouterr().err
     assert not out.exists()
 
@@ -62,7 +65,7 @@ def test_capacity_refuses_limits_that_are_not_finite(option, value, tmp_path, ca
 def test_too_long_trace_file_name_is_an_input_error(tmp_path, capsys):
     """(issue 21, item 13) exit 2 naming availability.trace_file, not 1 ("File name too long")."""
     overrides = ["availability.kind=trace", "availability.trace_file=" + "t" * 300 + ".csv"]
-    args = ["run", "default", "--no-train", "--out", str(tmp_path / "run")]
+    args = ["run", "default-theory", "--no-train", "--out", str(tmp_path / "run")]
     for o in overrides:
         args += ["--set", o]
     assert invoke(args) == 2

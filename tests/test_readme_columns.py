@@ -45,8 +45,8 @@ def test_written_headers_are_the_readme_list_and_taco_reports_its_expulsions(tmp
     import fedjoule
 
     tiny = {"training.rounds": 1, "population.size": 10, "round.min_clients": 1}
-    fedjoule.run("default", tmp_path / "d", overrides=tiny)
-    fedjoule.run("default", tmp_path / "t", overrides=TACO)
+    fedjoule.run("default-theory", tmp_path / "d", overrides=tiny)
+    fedjoule.run("default-theory", tmp_path / "t", overrides=TACO)
     for run in ("d", "t"):
         with (tmp_path / run / "rounds.csv").open() as f:
             assert next(csv.reader(f)) == readme_columns(), run
@@ -64,7 +64,7 @@ def test_written_headers_are_the_readme_list_and_taco_reports_its_expulsions(tmp
         "they are never selected again"
     )
     # two more rounds: every client is expelled, and the failed rounds say why
-    fedjoule.run("default", tmp_path / "all", overrides={**TACO, "training.rounds": 5})
+    fedjoule.run("default-theory", tmp_path / "all", overrides={**TACO, "training.rounds": 5})
     warnings = json.loads((tmp_path / "all" / "summary.json").read_text())["warnings"]
     assert warnings[0].endswith(
         "every client was expelled by round 2, later rounds trained nobody"

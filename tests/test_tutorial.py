@@ -115,6 +115,47 @@ def test_the_blocks_are_what_they_say():
     )
 
 
+# step 4's breakdown: "Note where the 918.94 J of the 30 rounds go (...): computation
+# 4.85 J, transmission 116.12 J, ..., radio tails 776.36 J; idle 0 J."
+BREAKDOWN = re.compile(
+    r"Note where the ([\d.,]+) J of the \d+ rounds go \([^)]*\): ([^.]*(?:\.\d[^.]*)*)\."
+)
+PARTS = {
+    "computation": "energy_compute_j",
+    "transmission": "energy_tx_j",
+    "reception": "energy_rx_j",
+    "radio promotion": "energy_radio_promotion_j",
+    "radio tails": "energy_radio_tail_j",
+    "idle": "energy_idle_j",
+}
+
+
+def quoted_breakdown(text: str) -> tuple[float, dict[str, float]]:
+    """Step 4's total and its parts as the tutorial quotes them, by summary.json field."""
+    match = BREAKDOWN.search(" ".join(text.split()))
+    assert match, "step 4's energy breakdown is not where the test looks"
+    parts = dict(re.findall(r"([a-z ]+?) ([\d.]+) J", match[2]))
+    parts = {PARTS[name.strip().removeprefix("and ")]: float(v) for name, v in parts.items()}
+    return float(match[1].replace(",", "")), parts
+
+
+def test_the_energy_breakdown_adds_up():
+    """Every energy kind of summary.json is quoted, and the parts sum to the total (to the
+    quoted 0.01 J)."""
+    total, parts = quoted_breakdown(DOC.read_text())
+    assert set(parts) == set(PARTS.values())
+    assert sum(parts.values()) == pytest.approx(total, abs=1e-9)
+
+
+def test_every_time_is_given_idle_and_shared():
+    """Each step's time says both (issue 26: idle times alone were 4-5 times short on a
+    shared machine)."""
+    text = " ".join(DOC.read_text().split())
+    times = re.findall(r"\((\d[^()]* s idle[^()]*)\)", text)
+    assert len(times) == 6, times
+    assert all("shared" in time for time in times), times
+
+
 def small_folder(folder: Path) -> None:
     """The working folder of the fast test: examples/tutorial.yaml with smaller budgets."""
     scenario = merge(yaml.safe_load(SCENARIO.read_text()), SMALL_SCENARIO)
@@ -231,6 +272,10 @@ def check_outputs(folder: Path, seeds: int, printed: str) -> None:
     rounds = read_table(out / "first" / "rounds.csv")
     assert len(rounds) == first["rounds_completed"]
     assert sum(r["energy_total_j"] for r in rounds) == pytest.approx(first["energy_total_j"])
+    if seeds == 3:  # the tutorial's own budgets: its breakdown is this run's
+        total, parts = quoted_breakdown(DOC.read_text())
+        assert total == pytest.approx(first["energy_total_j"], abs=0.005)
+        assert parts == pytest.approx({k: first[k] for k in parts}, abs=0.006)
 
     # step 5: 3 algorithms x the seeds, each once
     compare = out / "compare"

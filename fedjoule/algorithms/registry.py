@@ -35,6 +35,7 @@ from fedjoule.algorithms.foolsgold import FoolsGold, FoolsGoldConfig
 from fedjoule.algorithms.scaffold import Scaffold, ScaffoldConfig
 from fedjoule.algorithms.stem import Stem, StemConfig
 from fedjoule.algorithms.taco import Taco, TacoConfig
+from fedjoule.errors import did_you_mean
 from fedjoule.plugins import (
     REGISTRY,
     PluginError,
@@ -184,7 +185,9 @@ def section_model(value: Any) -> type[AlgorithmConfig]:
     entry = REGISTRY.get("algorithm", name)
     if entry is None:
         raise _FieldProblem(
-            "name", f"unknown algorithm {name!r}; available: {', '.join(map(repr, names()))}"
+            "name",
+            f"unknown algorithm {name!r}{did_you_mean(name, names())}; "
+            f"available: {', '.join(map(repr, names()))}",
         )
     cls, _ = entry_target(entry)
     check_algorithm_class(cls, f"algorithm {name!r} ({entry.origin})")

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from fedjoule.errors import FedjouleError
+from fedjoule.errors import FedjouleError, did_you_mean
 
 PROFILE_KEYS = ("name", "description", "values", "sources")
 
@@ -64,7 +64,8 @@ class UnknownProfile(FedjouleError):
 
 def unknown_profile_message(name: object) -> str:
     return (
-        f"unknown device profile {name!r}; available: {', '.join(profile_names())} "
+        f"unknown device profile {name!r}{did_you_mean(name, profile_names())}; "
+        f"available: {', '.join(profile_names())} "
         "(`fedjoule profiles` lists them)"
     )
 

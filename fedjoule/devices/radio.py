@@ -125,6 +125,71 @@ DEFAULTS: dict[str, dict[str, float]] = {
 }
 
 
+# The source of each default, as `fedjoule profiles NAME` shows it (the module docstring
+# gives the details).
+_HUANG = "Huang et al., MobiSys 2012"
+_ARO = "AT&T ARO/VideoOptimizer"
+_RATASUK = "3GPP TR 45.820 power assumptions as used by Ratasuk et al., IEEE WCNC Workshops 2016"
+_ANDRES = "Andres-Maldonado et al., IEEE ICC Workshops 2017, as set in its public model"
+DEFAULT_SOURCES: dict[str, dict[str, str]] = {
+    "linear": {
+        "pa_efficiency": "ns-3 LinearWifiTxCurrentModel, attribute Eta (checked)",
+        "circuit_power_w": "ns-3 LinearWifiTxCurrentModel: 3.0 V x IdleCurrent 0.273333 A "
+        "(checked)",
+    },
+    "lte": {
+        "uplink_w_per_mbps": f"alpha_u, {_HUANG}, Table 3, as {_ARO} LTE_ALPHA_UP (checked "
+        "in ARO)",
+        "downlink_w_per_mbps": f"alpha_d, {_HUANG}, Table 3, as {_ARO} LTE_ALPHA_DOWN "
+        "(checked in ARO)",
+        "base_power_w": f"beta, {_ARO} LTE_BETA (checked in ARO; {_HUANG}: 1.28804 W, "
+        "unverified)",
+        "promotion_s": f"{_ARO} T_PROMOTION (checked in ARO; {_HUANG}: 260.1 ms)",
+        "promotion_power_w": f"{_ARO} P_PROMOTION (checked in ARO; {_HUANG}: 1210.7 mW)",
+        "tail_s": f"T_tail, {_HUANG}, Table 3 (unverified: the paper's table could not be "
+        "read; ARO's timers add up to 10.12 s)",
+        "tail_power_w": f"{_ARO} P_TAIL (checked in ARO; {_HUANG}: 1060.0 mW)",
+        "idle_power_w": f"{_ARO} RRC_IDLE paging, 0.594 W for 0.043 s every 1.28 s, "
+        "averaged (checked in ARO)",
+    },
+    "wifi": {
+        "base_power_w": f"{_ARO} POWER_WIFI_ACTIVE (checked in ARO)",
+        "tail_s": f"{_ARO} WIFI_TAIL_TIME (checked in ARO)",
+        "tail_power_w": f"{_ARO}: the tail at the active power (checked in ARO)",
+        "idle_power_w": f"{_ARO} POWER_WIFI_STANDBY (checked in ARO)",
+    },
+    "nbiot": {
+        "uplink_base_power_w": f"transmit at 23 dBm, {_RATASUK} (unverified at the TR)",
+        "base_power_w": f"receive, {_RATASUK} (unverified at the TR)",
+        "idle_power_w": f"deep sleep (PSM), {_RATASUK} (unverified at the TR)",
+        "tail_s": f"RRC inactivity timer T_i, {_ANDRES} (checked there)",
+        "tail_power_w": f"receiving while connected, {_ANDRES} (checked there)",
+        "promotion_s": f"random access and set-up, 2.5 + 10 + 16 + 54 ms, {_ANDRES} "
+        "(checked there)",
+        "promotion_power_w": f"at the receive power, {_ANDRES} (checked there)",
+    },
+}
+
+
+def parameters_used(model: str) -> tuple[str, ...]:
+    """The parameters (PARAMETERS) the `model` radio's powers and states use; the others
+    are ignored unless a scenario sets them (radiated with states)."""
+    if model == "linear":
+        return ("pa_efficiency", "circuit_power_w")
+    if model in MEASURED:
+        return tuple(n for n in PARAMETERS if n not in ("pa_efficiency", "circuit_power_w"))
+    return ()
+
+
+def default_source(model: str, name: str) -> str:
+    """Where the `model` radio's default for parameter `name` comes from."""
+    if name in DEFAULT_SOURCES.get(model, {}):
+        return f"the {model} radio model's default: {DEFAULT_SOURCES[model][name]}"
+    if name == "uplink_base_power_w" and model in ("lte", "wifi"):
+        return f"the {model} radio model: = base_power_w (one base power both ways, {_HUANG})"
+    return f"0: the {model} radio model has none"
+
+
 @dataclass(frozen=True)
 class RadioParams:
     """A device class's radio, every parameter resolved to a float."""
@@ -177,6 +242,23 @@ def has_states(p: RadioParams) -> bool:
 def is_plain_radiated(p: RadioParams) -> bool:
     """Today's model exactly: radiated power while sending, rx_power_w while receiving."""
     return p.model == "radiated" and not has_states(p)
+
+
+def theory_radio_note(device_classes) -> str | None:
+    """One note naming the device classes whose radio is the plain radiated model (the
+    theory papers' idealisation), or None when no class uses it."""
+    names = [
+        c.name for c in device_classes if is_plain_radiated(resolve(c.radio, 0.0, 0.0))
+    ]
+    if not names:
+        return None
+    return (
+        f"energy model: device class{'es' if len(names) > 1 else ''} {', '.join(names)} "
+        "use the radiated radio model (the wireless-FL theory papers'): energy = radiated "
+        "power x airtime, no circuit power, no RRC promotion or tail; a measured phone "
+        "radio spends joules per participation (radio.model lte/wifi/nbiot, or a profile: "
+        "fedjoule profiles)"
+    )
 
 
 # ---------------------------------------------------------------------- powers (W)

@@ -294,7 +294,7 @@ def plot_bands(out: Path, groups: list[SeedGroup], method: str = "t") -> list[Pa
         if column == "accuracy":
             figures.add_target_lines(ax, contexts, ["accuracy"])
         figures.integer_ticks(ax)
-        ax.set_xlabel("round")
+        ax.set_xlabel(figures.round_label(contexts))
         ax.set_ylabel(ylabel)
         what = f"{ylabel}: mean over {n} seeds, band = 95 % CI ({CI_NAMES[method]})"
         files.append(_finish(fig, ax, what, contexts, bool(groups), Path(out) / name))

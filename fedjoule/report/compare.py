@@ -174,7 +174,7 @@ def plot_curves(
     for column, what, name in ACCURACY_AXES:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         every = [r[column] for rows in evaluated.values() for r in rows]
-        scaled = iter(accuracy_x(ax, column, what, every))
+        scaled = iter(accuracy_x(ax, column, what, every, list(contexts.values())))
         series = []
         for rows in evaluated.values():
             series.append(([next(scaled) for _ in rows], [r["accuracy"] for r in rows]))
@@ -193,6 +193,7 @@ def plot_curves(
         figures.add_target_lines(ax, contexts.values(), ["accuracy"])
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
+        what = figures.round_label(list(contexts.values())) if column == "round" else what
         title = f"test accuracy against {what}, {len(curves)} runs"
         ax.set_title(figures.plot_title(title, list(contexts.values())), fontsize=9)
         figures.legend_outside(ax, fontsize=7, title="markers: evaluations", title_fontsize=7)
@@ -257,10 +258,15 @@ def summary_table(
     """A table of run summaries: the run, `keys` (e.g. grid values), the summary fields
     the fronts compare (shown_columns), and the fronts each run is on (E: energy, T:
     time). It fits the terminal without cutting a value (report/terminal.py)."""
-    table = FittedTable(title=title or None, keys=max(len(keys or []), 1))
+    keys = keys or []
+    protocols = {row.get("protocol") for row in rows} - {None, ""}
+    named = any(k in ("protocol", "protocol.kind") for k in keys)
+    # (under async a "round" to the target is a server version: say which protocol)
+    columns = [*keys, "protocol"] if protocols - {"sync"} and not named else keys
+    table = FittedTable(title=title or None, keys=len(columns) + (not keys))
     if not keys:  # a sweep's run name is its grid values: the columns say it
         table.add_column("run")
-    for name in keys or []:
+    for name in columns:
         table.add_column(name.rsplit(".", 1)[-1])
     table.add_column("front")
     shown = shown_columns(objective)
@@ -268,7 +274,7 @@ def summary_table(
         table.add_column(header, justify="right")
     for row in rows:
         cells = [] if keys else [(str(row["run"]),)]
-        cells += [(str(row.get(k, "")),) for k in keys or []]
+        cells += [(str(row.get(k, "")),) for k in columns]
         cells.append(marks(row))
         for key, _, fmt in shown:
             value = row.get(key)

@@ -308,24 +308,32 @@ class PlotContext:
     algorithm: str | None = None
     target_metric: str | None = None
     target_value: float | None = None
+    protocol: str | None = None  # protocol.kind (None: not known, sync)
 
     @classmethod
     def from_scenario(cls, scenario) -> "PlotContext":
         t = scenario.training
-        return cls(scenario.name, scenario.algorithm.name, t.target_metric, t.target_value)
+        return cls(
+            scenario.name,
+            scenario.algorithm.name,
+            t.target_metric,
+            t.target_value,
+            scenario.protocol.kind,
+        )
 
     @classmethod
     def from_folder(cls, folder: Path) -> "PlotContext":
         """A run folder's scenario.yaml (name, algorithm, target); summary.json's target
         where the scenario cannot be read. Whatever cannot be read stays None."""
         folder = Path(folder)
-        name = algorithm = metric = value = None
+        name = algorithm = metric = value = protocol = None
         try:
             from fedjoule.scenarios.yaml_reader import parse_yaml
 
             raw = parse_yaml((folder / "scenario.yaml").read_text(), "scenario.yaml")
             name = raw.get("name")
             algorithm = (raw.get("algorithm") or {}).get("name")
+            protocol = (raw.get("protocol") or {}).get("kind")
             training = raw.get("training") or {}
             metric, value = training.get("target_metric"), training.get("target_value")
         except Exception:  # a plot's title is no reason to fail
@@ -342,6 +350,7 @@ class PlotContext:
             None if algorithm is None else str(algorithm),
             None if metric is None else str(metric),
             None if value is None else float(value),
+            None if protocol is None else str(protocol),
         )
 
 
@@ -355,15 +364,29 @@ def _names(values: Iterable[str | None], what: str) -> str | None:
 
 
 def plot_title(what: str, contexts: "PlotContext | Sequence[PlotContext]" = ()) -> str:
-    """`what`, then a second line naming the scenario(s) and algorithm(s)."""
+    """`what`, then a second line naming the scenario(s), algorithm(s) and, where one is
+    not sync, the protocol(s)."""
     if isinstance(contexts, PlotContext):
         contexts = [contexts]
+    protocols = {c.protocol for c in contexts if c.protocol}
     parts = [
         _names((c.scenario for c in contexts), "scenario"),
         _names((c.algorithm for c in contexts), "algorithm"),
+        _names(protocols, "protocol") if protocols - {"sync"} else None,
     ]
     parts = [p for p in parts if p]
     return what + ("\n" + " · ".join(parts) if parts else "")
+
+
+def round_label(contexts: "Sequence[PlotContext]") -> str:
+    """What a rounds.csv row counts (docs/protocols.md): a round under sync (and
+    hierarchical: a cloud round), a server version under async and buffered."""
+    protocols = {c.protocol or "sync" for c in contexts}
+    if protocols <= {"sync"}:
+        return "round"
+    if protocols <= {"hierarchical"}:
+        return "cloud round"
+    return "server version" if protocols <= {"async", "buffered"} else "round or version"
 
 
 def metric_label(metric: str) -> str:

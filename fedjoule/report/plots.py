@@ -32,11 +32,14 @@ ENERGY_LABELS = {
 }
 
 
-def accuracy_x(ax, column: str, label: str, values: list[float]) -> list[float]:
-    """The x values of an accuracy plot on `column`'s axis (rounds from 0; time in the unit
-    its span reads best in; log where time or energy span two decades)."""
+def accuracy_x(
+    ax, column: str, label: str, values: list[float], contexts: list[PlotContext] = ()
+) -> list[float]:
+    """The x values of an accuracy plot on `column`'s axis (rounds from 0, named as the
+    contexts' protocols count them; time in the unit its span reads best in; log where
+    time or energy span two decades)."""
     if column == "round":
-        ax.set_xlabel("round (from 0, as in rounds.csv)")
+        ax.set_xlabel(f"{figures.round_label(contexts)} (from 0, as in rounds.csv)")
         figures.integer_ticks(ax)
         return values
     if column == "sim_time_end_s":
@@ -70,7 +73,7 @@ def plot_run(out_dir: Path) -> list[Path]:
     written = []
     for column, label, name in ACCURACY_AXES:
         fig, ax = plt.subplots(figsize=(7.5, 4))
-        x = accuracy_x(ax, column, label, [r[column] for r in rows])
+        x = accuracy_x(ax, column, label, [r[column] for r in rows], [context])
         for key, series in ACCURACY_SERIES:
             kept = [(xi, r[key]) for xi, r in zip(x, rows, strict=True) if r[key] == r[key]]
             if kept:
@@ -79,6 +82,7 @@ def plot_run(out_dir: Path) -> list[Path]:
         figures.add_target_lines(ax, [context], [key for key, _ in ACCURACY_SERIES])
         ax.set_ylabel("accuracy")
         ax.grid(alpha=0.3)
+        label = figures.round_label([context]) if column == "round" else label
         ax.set_title(figures.plot_title(f"accuracy against {label}", context), fontsize=9)
         figures.legend_outside(ax, title="markers: evaluations", title_fontsize=7)
         fig.tight_layout()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedjoule.devices.radio import theory_radio_note
 from fedjoule.report.table import cell
 from fedjoule.storage import AppendLog, write_text_atomically
 
@@ -290,16 +291,35 @@ def _percent(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f} %" if whole else "0 %"
 
 
+# What a rounds.csv row (training.rounds, rounds_completed, rounds_to_target) counts
+# under each protocol.kind (docs/protocols.md#what-the-files-say)
+ROUND_COUNTS = {
+    "sync": "rounds (one aggregation of the round's arrived updates each)",
+    "async": "server versions (one per aggregated update: every arrival)",
+    "buffered": "server versions (one per buffer of protocol.buffer_size updates)",
+    "hierarchical": "cloud rounds (one cloud aggregation of protocol.edge_rounds edge rounds)",
+}
+
+
 def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
     """`summary` with round_totals over rounds.csv (as it stands: a resumed run's rounds
-    all there) after its rounds_completed, and the round_warnings, a list, as `warnings`."""
+    all there) after its rounds_completed (with the protocol and what its rows count,
+    `round_counts`), the model notes (a radiated radio: the theory
+    papers' energy), a list, as `notes`, and the round_warnings, a list, as `warnings`."""
     rows = read_rounds(rounds_csv, missing=None) if Path(rounds_csv).exists() else []
     totals = round_totals(rows)
     out = {}
+    protocol = {}
+    if scenario is not None:
+        kind = scenario.protocol.kind
+        protocol = {"protocol": kind, "round_counts": ROUND_COUNTS[kind]}
     for key, value in summary.items():
         out[key] = value
         if key == "rounds_completed":
+            out.update(protocol)
             out.update(totals)
     out.update(totals)  # (no rounds_completed: at the end; order kept otherwise)
+    note = scenario and theory_radio_note(scenario.population.device_classes)
+    out["notes"] = [note] if note else []
     out["warnings"] = round_warnings(rows, totals, scenario)
     return out

@@ -12,7 +12,8 @@ raises one FedjouleError, quickly, with a message of a bounded number of short l
   short excerpt of the value.
 """
 
-import difflib
+import re
+import types
 import typing
 from dataclasses import dataclass
 from importlib import resources
@@ -22,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from fedjoule.errors import FedjouleError
+from fedjoule.errors import FedjouleError, did_you_mean
 from fedjoule.plugins import relative_to, scenario_trust
 from fedjoule.scenarios.schema import Invalid, Scenario
 from fedjoule.scenarios.yaml_reader import (
@@ -295,16 +296,23 @@ def _message(err: dict) -> str:
         return f"{message} (got {value!r})"
     if isinstance(value, dict | list):
         return f"{message} (got {_kind(value)})"
-    return f"{message} (got {short(value)})"
+    return f"{message} (got {short(value)}){_did_you_mean(err)}"
+
+
+def _did_you_mean(err: dict) -> str:
+    """` (did you mean 'lte'?)` for a misspelt choice: the closest of the allowed values
+    pydantic lists in a literal or enum error, or ''."""
+    if err["type"] not in ("literal_error", "enum"):
+        return ""
+    allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
+    return did_you_mean(err.get("input"), allowed)
 
 
 def _unknown_problem(raw, group: tuple, parent, keys: list) -> Problem:
     allowed = sorted(keys_of(parent)) if parent is not None else []
 
     def named(key) -> str:
-        hint = difflib.get_close_matches(key, allowed, n=1) if isinstance(key, str) else []
-        guess = f" (did you mean '{hint[0]}'?)" if hint else ""
-        return f"{short(key, 40)}{guess}"
+        return f"{short(key, 40)}{did_you_mean(key, allowed)}"
 
     allowed_text = ", ".join(allowed)
     if len(keys) == 1:
@@ -384,6 +392,9 @@ def _section_of(annotation) -> tuple[type[BaseModel] | None, bool]:
     """(model, is a list of it) for a field holding a section or a list of sections."""
     if _is_section(annotation):
         return annotation, False
+    members = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(members) == 1:
+        return _section_of(members[0])  # an optional section (`LinkTraces | None`)
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
         if _is_section(item):

@@ -86,12 +86,13 @@ def _devices(s: Scenario, warn) -> None:
                 c.peak_flops,
                 "below 1 MFLOP/s; the unit is FLOP/s, was it given in GFLOP/s or TFLOP/s?",
             )
-        if c.battery_j < 1:
+        if c.battery_j < 100:
             warn(
                 f"{at}.battery_j",
                 c.battery_j,
-                "a battery of under 1 J (a phone holds about 50,000 J); was it given in Wh "
-                "(x 3600) or kWh?",
+                f"under 100 J, a coin cell's few seconds of radio (a CR2032 holds about "
+                f"2,400 J, a phone about 50,000 J); the unit is J, was it given in Wh "
+                f"({_fmt(c.battery_j)} Wh = {_fmt(c.battery_j * 3600)} J) or kJ?",
             )
         for name, limit in (
             ("active_power_w", 1_000),
@@ -167,6 +168,13 @@ def _time(s: Scenario, warn) -> None:
     if r.deadline_s is not None and r.deadline_s < 1e-3:
         warn(
             "round.deadline_s", r.deadline_s, "a deadline under 1 ms; the unit is s, was it in ms?"
+        )
+    elif r.deadline_s is not None and r.deadline_s > 3600:
+        warn(
+            "round.deadline_s",
+            r.deadline_s,
+            f"a round deadline over an hour ({r.deadline_s / 3600:.3g} h; cross-device rounds "
+            f"last minutes); the unit is s, was it given in ms ({_fmt(r.deadline_s / 1000)} s)?",
         )
     if r.interval_s is not None and r.interval_s * s.training.rounds > 1e9:
         warn(

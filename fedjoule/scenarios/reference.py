@@ -22,6 +22,12 @@ Unknown fields are errors, and so is a key given twice. Numbers must be finite (
 bounds lie far above any real deployment and keep memory and simulated time finite.
 Any field can be overridden on the command line with `--set section.field=value`
 (values are read as YAML: `--set round.deadline_s=null`).
+Every relative path in a scenario (plug-in files, `dataset.root`, `model.weights`,
+`channel.trace.*.file`, `availability.trace_file`, `population.capacity_trace.file`) is
+looked for from the scenario file's folder, then the working folder (a built-in
+scenario's: the working folder); a missing file is an error naming each place looked at,
+and the resolved scenario (`fedjoule validate --show`, a run's `scenario.yaml`) holds
+the absolute path found.
 """
 
 

@@ -25,6 +25,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -142,14 +143,32 @@ def _found(value: str):
     """A file or folder path, relative to the scenario file's folder, then the working one."""
     path = Path(value).expanduser()
     if path.is_absolute():
-        if not path.exists():
+        if not _exists(path):
             raise PluginError(f"{value} does not exist")
         return path
-    for folder in (*plugin_dirs(), Path.cwd()):
-        if (folder / path).exists():
+    folders = dict.fromkeys((*plugin_dirs(), Path.cwd()))  # (once when they are one)
+    for folder in folders:
+        if _exists(folder / path):
             return (folder / path).resolve()
-    tried = ", ".join(str(f / path) for f in (*plugin_dirs(), Path.cwd()))
+    tried = ", ".join(str(f / path) for f in folders)
     raise PluginError(f"{value} not found (looked at {tried})")
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # e.g. a name too long for the file system: not there
+        return False
+
+
+def _data_file(value: str | None) -> str | None:
+    """A data file field (a trace) as the absolute path _found resolves it to, relative to
+    the scenario file's folder, then the working one; a packaged `package:NAME` unchanged."""
+    from fedjoule.channel.trace import PACKAGE_PREFIX
+
+    if value is None or value.startswith(PACKAGE_PREFIX):
+        return value
+    return str(_found(value))
 
 
 PluginSpec = Annotated[
@@ -381,7 +400,8 @@ class ModelSection(Section):
         min_length=1,
         max_length=4096,
         description="A local file of initial weights for any model (a state_dict saved with "
-        "torch.save; read with weights_only=True; never downloaded).",
+        "torch.save; read with weights_only=True; never downloaded). Relative to the "
+        "scenario file's folder, then the working folder.",
     )
     factory: PluginSpec | None = Field(
         None,
@@ -749,7 +769,8 @@ class CapacityTraceSection(Section):
         max_length=4096,
         description="The trace: FedScale's pickle {client_id: {computation: ms per sample, "
         "communication: kbit/s}} (read without running code), or the same as JSON or CSV "
-        "(`fedjoule traces convert`); a path relative to the working directory, or "
+        "(`fedjoule traces convert`); a path relative to the scenario file's folder (then "
+        "the working folder), or "
         "package:NAME for one shipped with fedjoule.",
     )
     power_w: float = Field(
@@ -759,6 +780,8 @@ class CapacityTraceSection(Section):
         description="Device power while training (W): step energy = this x step time (the "
         "measured compute kind; FedScale's traces carry no power).",
     )
+
+    _file_found = field_validator("file")(_data_file)
 
     @model_validator(mode="after")
     def _readable(self):
@@ -810,10 +833,12 @@ class LinkTrace(Section):
         ...,
         min_length=1,
         max_length=4096,
-        description="CSV file of the series: a path relative to the working directory, or "
+        description="CSV file of the series: a path relative to the scenario file's folder "
+        "(then the working folder), or "
         "package:NAME for a trace shipped with fedjoule (package:walking-5gophers.csv: the "
         "5Gophers 1.0 walking trace, CC BY 4.0, Narayanan et al., WWW 2020).",
     )
+    _file_found = field_validator("file")(_data_file)
     column: str = Field(..., min_length=1, max_length=200, description="The rate column.")
     time_column: str | None = Field(
         None,
@@ -1143,7 +1168,8 @@ class AvailabilitySection(Section):
         None,
         max_length=4096,
         description="Trace: CSV with columns client, start_s, end_s (online intervals, "
-        "simulated s); a path relative to the working directory. Unlisted clients stay "
+        "simulated s); a path relative to the scenario file's folder (then the working "
+        "folder). Unlisted clients stay "
         "offline. Or a FedScale behaviour trace (pickle, read without running code, JSON, or "
         "CSV with an `active` column; package:NAME for one shipped with fedjoule): client k "
         "takes its k-th client (by id, cycling), online from active[i] to inactive[i], "
@@ -1156,6 +1182,11 @@ class AvailabilitySection(Section):
         description="Trace: replay the trace every this many seconds (none: once); at least "
         "1 ms, at most 1e9 s.",
     )
+
+    @field_validator("trace_file")
+    @classmethod
+    def _trace_file_found(cls, value, info):
+        return _data_file(value) if info.data.get("kind") == "trace" else value
 
     cross_checks = (_trace,)
 

@@ -96,7 +96,7 @@ def rounds(path):
 
 def test_spilling_run_equals_in_memory_run_and_resumes(tmp_path):
     scenario = load_scenario(
-        "default",
+        "default-theory",
         [
             "algorithm.name=scaffold",
             "training.rounds=6",

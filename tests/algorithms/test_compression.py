@@ -48,7 +48,9 @@ def small(**extra) -> dict:
 def run_small(tmp_path, name, extra, rounds=3, **kwargs):
     overrides = small()
     overrides.update({"training.rounds": rounds, "output.events": True, **extra})
-    return fedjoule.run("default", tmp_path / name, overrides=overrides, device="cpu", **kwargs)
+    return fedjoule.run(
+        "default-theory", tmp_path / name, overrides=overrides, device="cpu", **kwargs
+    )
 
 
 # ---------------------------------------------------------------------- sizes on the air
@@ -75,7 +77,7 @@ SPECS = {
 @pytest.mark.parametrize("kind", list(SPECS))
 def test_uplink_bits_are_the_encoding_size_to_the_bit(tmp_path, kind):
     result = run_small(tmp_path, kind, {"compression.uplink": SPECS[kind]}, rounds=1)
-    scenario = load_scenario("default", small())
+    scenario = load_scenario("default-theory", small())
     n_params, _ = model_size(scenario)
     bits = expected_bits(kind, n_params)
     events = [json.loads(line) for line in open(result.folder / "events.jsonl")]
@@ -146,7 +148,7 @@ def test_error_feedback_residual_identity(kind):
     """delta + e_old = decoded + e_new: exactly for top-k (each entry is kept or left in
     the residual), to float rounding for sign."""
     scenario = load_scenario(
-        "default", {"compression.uplink": {**SPECS[kind], "error_feedback": True}}
+        "default-theory", {"compression.uplink": {**SPECS[kind], "error_feedback": True}}
     )
     algorithm = ALGORITHMS["fedavg"][0]
     compressor = Compressor.build(scenario, torch.zeros(30))
@@ -178,7 +180,7 @@ def test_executors_agree_with_compression():
         "compression.downlink": {"kind": "qsgd", "levels": 16},
         "algorithm.name": "fedprox",
     }
-    scenario = load_scenario("default", small(**extra))
+    scenario = load_scenario("default-theory", small(**extra))
     sims = {}
     for kind in ("vectorised", "sequential"):
         sim = Simulation(build_world(scenario, device="cpu", executor=kind))
@@ -223,7 +225,7 @@ def test_every_builtin_algorithm_compresses_or_is_refused_with_its_reason(tmp_pa
             "compression.downlink": {"kind": "topk", "fraction": 0.5},
         }
         try:
-            scenario = load_scenario("default", {**overrides, **extra})
+            scenario = load_scenario("default-theory", {**overrides, **extra})
         except FedjouleError as exc:
             refused[name] = str(exc)
             continue
@@ -235,7 +237,7 @@ def test_every_builtin_algorithm_compresses_or_is_refused_with_its_reason(tmp_pa
     assert "momentum d" in refused["stem"]
     with pytest.raises(FedjouleError, match="aggregation: paper"):
         load_scenario(
-            "default",
+            "default-theory",
             {
                 "algorithm": {"name": "feddc", "aggregation": "paper"},
                 "compression.uplink": {"kind": "sign"},
@@ -245,16 +247,16 @@ def test_every_builtin_algorithm_compresses_or_is_refused_with_its_reason(tmp_pa
 
 def test_bits_per_param_other_than_a_float_width_points_to_compression():
     with pytest.raises(FedjouleError, match="bits_per_param=8.*compression"):
-        load_scenario("default", {"channel.bits_per_param": 8})
+        load_scenario("default-theory", {"channel.bits_per_param": 8})
     with pytest.raises(FedjouleError, match="levels"):
-        load_scenario("default", {"compression.uplink": {"kind": "qsgd"}})
+        load_scenario("default-theory", {"compression.uplink": {"kind": "qsgd"}})
 
 
 def test_half_precision_rounds_what_is_sent(tmp_path):
     """bits_per_param 16: the uploads are IEEE half; the bits are 16 per value."""
-    scenario = load_scenario("default", {"channel.bits_per_param": 16})
+    scenario = load_scenario("default-theory", {"channel.bits_per_param": 16})
     compressor = Compressor.build(scenario, torch.zeros(5))
     v = torch.tensor([[1.0 + 2**-12, 3.0, -1e-8, 70000.0, 0.1]])
     out = compressor.encode(scenario.compression.uplink, v, torch.arange(1), 0, 0, 0)
     assert torch.equal(out, v.half().float())
-    assert Compressor.build(load_scenario("default"), torch.zeros(5)) is None  # 32: as is
+    assert Compressor.build(load_scenario("default-theory"), torch.zeros(5)) is None  # 32: as is

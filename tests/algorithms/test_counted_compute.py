@@ -81,7 +81,7 @@ def count_per_step(name, executor, steps, rounds=3, budget_mb=None):
         return torch.nn.functional.cross_entropy(xb @ w.view(6, 3), yb)
 
     m = len(steps)
-    config = load_scenario("default", [f"algorithm.name={name}"]).algorithm
+    config = load_scenario("default-theory", [f"algorithm.name={name}"]).algorithm
     algorithm = build_algorithm(config, m, torch.full((m,), 60), max(steps), 0.1)
     ex = executor(loss, x, y, torch.device("cpu"))
     if budget_mb is not None:
@@ -120,7 +120,7 @@ def test_the_dry_count_of_the_engines_without_training_is_the_learning_count():
     for later rounds, equal the learning engine's counts."""
     for name in sorted(ALGORITHMS):
         learned = count_per_step(name, SequentialExecutor, STEPS_OF_CLIENTS)
-        dry = dry_count(load_scenario("default", [f"algorithm.name={name}"]).algorithm, 5)
+        dry = dry_count(load_scenario("default-theory", [f"algorithm.name={name}"]).algorithm, 5)
         assert [dry[0], dry[1], dry[1]] == learned, name
         two = [[1, 2, 2, 2, 2], [0, 2, 2, 2, 2], [0, 2, 2, 2, 2]]
         assert learned == (two if name == "stem" else [[1] * 5] * 3), name

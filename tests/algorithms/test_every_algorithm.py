@@ -37,7 +37,7 @@ SMALL = [
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_vectorised_equals_sequential(name):
-    scenario = load_scenario("default", SMALL + [f"algorithm.name={name}"])
+    scenario = load_scenario("default-theory", SMALL + [f"algorithm.name={name}"])
     sims = {}
     for kind in ("vectorised", "sequential"):
         sim = Simulation(build_world(scenario, device="cpu", executor=kind))
@@ -78,7 +78,7 @@ FIXED_LINK = [
 def test_uplink_airtime_follows_the_vector_count(tmp_path, name):
     """SCAFFOLD's upload takes twice FedAvg's airtime on the same link, and so on
     (docs/algorithms.md#vectors-sent-and-state-kept)."""
-    scenario = load_scenario("default", FIXED_LINK + [f"algorithm.name={name}"])
+    scenario = load_scenario("default-theory", FIXED_LINK + [f"algorithm.name={name}"])
     run_scenario(scenario, tmp_path, device="cpu")
     row = read_rounds(tmp_path / "rounds.csv")[0]
     cls = ALGORITHMS[name][0]

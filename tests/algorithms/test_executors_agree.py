@@ -43,7 +43,7 @@ MNIST_SMALL = [
 )
 def test_three_rounds_on_mnist_with_partial_participation(algorithm, clip):
     overrides = [f"algorithm.name={algorithm}", f"training.clip_grad_norm={clip}"]
-    scenario = load_scenario("default", MNIST_SMALL + overrides)
+    scenario = load_scenario("default-theory", MNIST_SMALL + overrides)
     finals = {}
     for kind in ("vectorised", "sequential"):
         sim = Simulation(build_world(scenario, device="cpu", executor=kind))
@@ -88,7 +88,7 @@ def test_masked_steps_equal_shorter_sequential_loops():
 def test_chunked_training_equals_one_batch(name):
     """Over a memory budget the clients train in chunks; the result does not change."""
     scenario = load_scenario(
-        "default",
+        "default-theory",
         [
             f"algorithm.name={name}",
             "population.size=20",
@@ -114,7 +114,7 @@ def test_chunked_training_equals_one_batch(name):
 
 def test_compiled_executor_equals_the_reference():
     """--executor compiled (torch.compile of vmap(grad)) trains to the same model."""
-    scenario = load_scenario("default", ["training.rounds=2", "population.size=20"])
+    scenario = load_scenario("default-theory", ["training.rounds=2", "population.size=20"])
     finals = {}
     for kind in ("compiled", "sequential"):
         sim = Simulation(build_world(scenario, device="cpu", executor=kind))

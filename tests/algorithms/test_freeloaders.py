@@ -22,7 +22,9 @@ REPLAYING = [
 
 
 def run(rounds, *extra):
-    sim = Simulation(build_world(load_scenario("default", REPLAYING + list(extra)), device="cpu"))
+    sim = Simulation(
+        build_world(load_scenario("default-theory", REPLAYING + list(extra)), device="cpu")
+    )
     rows = []
     sim.run(rounds, rows.append)
     return sim, rows

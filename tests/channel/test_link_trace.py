@@ -149,7 +149,7 @@ def test_a_bad_trace_is_refused_naming_the_file_and_line(tmp_path, rows, message
         read_trace(str(path), "mbps")
     trace = f"{{uplink: {{file: '{path}', column: mbps}}}}"
     with pytest.raises(FedjouleError, match=f"channel.trace.uplink.file .*{path.name}"):
-        load_scenario("default", [f"channel.trace={trace}"])
+        load_scenario("default-theory", [f"channel.trace={trace}"])
 
 
 def test_missing_column_and_packaged_trace(tmp_path):

@@ -49,7 +49,7 @@ def attempts_of(events):
 @pytest.fixture(scope="module")
 def fixed_snr_run(tmp_path_factory):
     """TDMA at a fixed SNR: every attempt has the whole band, rate B r."""
-    s = load_scenario("default", [*FIXED_RATE, *MANY, f"channel.snr_db={SNR_DB}",
+    s = load_scenario("default-theory", [*FIXED_RATE, *MANY, f"channel.snr_db={SNR_DB}",
                                   "channel.access=tdma"])  # fmt: skip
     out, _ = run_system(s, tmp_path_factory.mktemp("fixed-snr"))
     return s, build_system_world(s), events_of(out)
@@ -107,7 +107,7 @@ def test_fixed_rate_airtime_is_bits_over_band_times_r(fixed_snr_run):
 def test_fixed_rate_fails_at_the_per_client_snr_of_geometry(tmp_path):
     """Geometry (path loss, shadowing): the threshold is (2^r - 1)/SNR_k with SNR_k the
     client's fading-free SNR p G/(N0 B/m) on its FDMA share, clients.csv's value."""
-    s = load_scenario("default", [*FIXED_RATE, "training.rounds=40",
+    s = load_scenario("default-theory", [*FIXED_RATE, "training.rounds=40",
                                   "channel.spectral_efficiency_bits_per_hz=2.0"])  # fmt: skip
     out, _ = run_system(s, tmp_path)
     with (out / "clients.csv").open() as f:
@@ -124,7 +124,7 @@ def test_fixed_rate_fails_at_the_per_client_snr_of_geometry(tmp_path):
 
 
 def test_adaptive_rate_without_outage_model_never_fails(tmp_path):
-    s = load_scenario("default", [*FIXED_RATE[:-3], *MANY[:2], "training.rounds=20",
+    s = load_scenario("default-theory", [*FIXED_RATE[:-3], *MANY[:2], "training.rounds=20",
                                   "channel.snr_db=-10", "output.events=true"])  # fmt: skip
     assert s.channel.rate == "adaptive" and s.channel.outage == "none"
     out, _ = run_system(s, tmp_path)
@@ -155,7 +155,7 @@ def test_fixed_rate_threshold_rule_is_exact():
     ],
 )
 def test_numpy_engine_agrees_with_simpy_under_fixed_rate(overrides):
-    s = load_scenario("default", [
+    s = load_scenario("default-theory", [
         "channel.rate=fixed", "channel.spectral_efficiency_bits_per_hz=3.0",
         "channel.fading_per=transmission", "round.deadline_s=null", *overrides,
     ])  # fmt: skip
@@ -178,4 +178,4 @@ def test_the_default_is_adaptive_and_meaningless_combinations_are_errors():
     }  # fmt: skip
     for overrides, message in cases.items():
         with pytest.raises(FedjouleError, match=message):
-            load_scenario("default", list(overrides))
+            load_scenario("default-theory", list(overrides))

@@ -64,7 +64,7 @@ def test_lognormal_spread_median_one_and_none_at_zero():
 
 def scenario(classes: str, *extra: str):
     return load_scenario(
-        "default",
+        "default-theory",
         ["population.size=40", f"population.device_classes={classes}", *extra],
     )
 

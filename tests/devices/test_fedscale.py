@@ -84,9 +84,13 @@ def test_a_payload_pickle_is_refused_and_never_runs(tmp_path):
     assert not marker.exists() and not out.exists()
     # a scenario naming it is invalid, and loading it runs nothing either
     with pytest.raises(FedjouleError, match=r"capacity_trace.*hostile.pkl.*system"):
-        load_scenario("default", [f"population.capacity_trace={{file: '{path}', power_w: 2}}"])
+        load_scenario(
+            "default-theory", [f"population.capacity_trace={{file: '{path}', power_w: 2}}"]
+        )
     with pytest.raises(FedjouleError, match=r"trace_file.*hostile.pkl.*system"):
-        load_scenario("default", ["availability.kind=trace", f"availability.trace_file={path}"])
+        load_scenario(
+            "default-theory", ["availability.kind=trace", f"availability.trace_file={path}"]
+        )
     assert not marker.exists()
 
 
@@ -221,11 +225,13 @@ def test_validate_names_the_file_and_the_first_bad_entry(tmp_path, capsys, kind,
             setting = [f"population.capacity_trace={{file: '{path}', power_w: 2}}"]
         else:
             setting = ["availability.kind=trace", f"availability.trace_file={path}"]
-        assert invoke(["validate", "default", *sum((["--set", s] for s in setting), [])]) == 2
+        assert (
+            invoke(["validate", "default-theory", *sum((["--set", s] for s in setting), [])]) == 2
+        )
         err = capsys.readouterr().err.replace("\n", " ")
         assert f"bad{suffix}" in err
         with pytest.raises(FedjouleError, match=message):
-            load_scenario("default", setting)
+            load_scenario("default-theory", setting)
 
 
 def test_csv_form_and_convert_round_trip(tmp_path):

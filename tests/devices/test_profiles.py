@@ -76,7 +76,7 @@ def test_merged_class_leaves_a_class_without_profile_alone():
 
 def test_an_unknown_profile_lists_the_available_ones():
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", ["population.device_classes=[{profile: phone-x}]"])
+        load_scenario("default-theory", ["population.device_classes=[{profile: phone-x}]"])
     text = str(info.value)
     assert "unknown device profile 'phone-x'" in text
     for name in profile_names():
@@ -105,7 +105,7 @@ def test_cross_checks_see_the_profile_in_a_partly_invalid_file():
     its profile merged in: a measured profile is not reported as missing its figures."""
     with pytest.raises(FedjouleError) as info:
         load_scenario(
-            "default",
+            "default-theory",
             ["population.device_classes=[{profile: rpi4-wifi}]", "training.rounds=0"],
         )
     text = str(info.value)
@@ -118,11 +118,11 @@ def test_the_population_checks_see_the_profiles_names_in_a_partly_invalid_file()
     when another field is wrong; the same profile twice is still a repeated name."""
     two = "[{profile: phone-lte-midrange, share: 0.5}, {profile: rpi4-wifi, share: 0.5}]"
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", [f"population.device_classes={two}", "training.rounds=0"])
+        load_scenario("default-theory", [f"population.device_classes={two}", "training.rounds=0"])
     assert "training.rounds" in str(info.value) and "unique" not in str(info.value)
     same = two.replace("rpi4-wifi", "phone-lte-midrange")
     with pytest.raises(FedjouleError) as info:
-        load_scenario("default", [f"population.device_classes={same}", "training.rounds=0"])
+        load_scenario("default-theory", [f"population.device_classes={same}", "training.rounds=0"])
     assert "repeated: ['phone-lte-midrange']" in str(info.value)
 
 
@@ -153,10 +153,24 @@ def test_cli_shows_a_profiles_fields_values_and_sources(capsys, wide):
     assert "reference_seconds_per_sample" in out and "0.6825" in out
     assert "federated-embedded-vision" in out  # the source of that value
     assert "radio.model" in out and "wifi" in out
-    assert "default (not set)" in out  # fields the profile leaves at their defaults
-    for field in DeviceClass.model_fields:
-        if field not in ("profile", "radio"):
-            assert field in out
+    assert "default: Charging power while plugged in" in out  # a field the profile leaves unset
+    assert "kappa" not in out  # (the cpu compute kind's, not used by compute: measured)
+
+
+def test_cli_shows_the_resolved_radio_defaults_with_their_sources(capsys, wide):
+    """phone-lte-midrange sets only radio.model: lte; every lte parameter is shown with the
+    value the run uses (radio.resolve) and the paper it comes from, none as null."""
+    from fedjoule.devices.radio import DEFAULTS, default_source
+
+    code, out, _ = run_cli(capsys, "phone-lte-midrange")
+    assert code == 0 and "null" not in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    for name, value in DEFAULTS["lte"].items():
+        assert f" {value:.10g} " in lines[f"radio.{name}"], name
+        assert default_source("lte", name) in " ".join(out.split()), name
+    assert "radio.tail_s" in lines and " 11.576 " in lines["radio.tail_s"]
+    assert "Huang et al., MobiSys 2012, Table 3" in lines["radio.tail_s"]
+    assert " 1.2 " in lines["radio.uplink_base_power_w"]  # = base_power_w for lte
 
 
 def test_cli_unknown_profile_exits_2(capsys):

@@ -110,7 +110,7 @@ def test_isolated_transfer_closed_form():
 
 
 def test_scenarios_radios_and_the_numpy_engine():
-    s = load_scenario("default")
+    s = load_scenario("default-theory")
     pop = sample_population(s.population, s.seed)
     assert (transmit_draw_w(s.population, pop) == pop.tx_power_w).all()
     d = s.model_dump(mode="json")

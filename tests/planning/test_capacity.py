@@ -67,7 +67,7 @@ def test_cli_writes_the_answer_and_every_candidate(tmp_path):
     deadline_s = before_s + 0.2
     expected = math.floor((deadline_s - before_s) * UP_HZ * SE / c["bits"])
     sets = [f"--set={x}" for x in ("population.size=400",)]
-    args = ["capacity", "default", *sets, f"--deadline-s={deadline_s}", "--rounds=2", "-q"]
+    args = ["capacity", "default-theory", *sets, f"--deadline-s={deadline_s}", "--rounds=2", "-q"]
     from tests.simulator.test_round_accounting import FIXED
 
     args += [f"--set={x}" for x in FIXED if not x.startswith("population.size")]
@@ -115,7 +115,7 @@ SMALL = ["population.size=24", "round.min_clients=1", "training.clients_per_roun
 def small(*extra):
     from fedjoule.scenarios.loading import load_scenario
 
-    return load_scenario("default", [*SMALL, *extra])
+    return load_scenario("default-theory", [*SMALL, *extra])
 
 
 def play(engine, rounds: int) -> list:
@@ -211,7 +211,7 @@ def test_statistic_is_monotone_in_m_around_the_answer(tmp_path):
     # the deadline: just above m = 6's 0.9-quantile round time, so 6 meets
     at_6 = evaluate(build_system_world(s), variant(s, 6), 40, 0.9)["round_time_s"]
     deadline_s = at_6 * 1.0001
-    args = ["capacity", "default", *(f"--set={x}" for x in SMALL), "--over=rounds"]
+    args = ["capacity", "default-theory", *(f"--set={x}" for x in SMALL), "--over=rounds"]
     args += [f"--deadline-s={deadline_s}", "--rounds=40", "--quantile=0.9", "-q"]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -257,7 +257,7 @@ def test_seeds_give_the_answer_per_seed_and_per_candidate_mean_and_ci(tmp_path):
 
     from fedjoule.cli import app
 
-    common = ["capacity", "default", *(f"--set={x}" for x in SMALL), "--deadline-s=0.05"]
+    common = ["capacity", "default-theory", *(f"--set={x}" for x in SMALL), "--deadline-s=0.05"]
     common += ["--set=population.size=16", "--rounds=12", "--quantile=0.9", "--over=rounds", "-q"]
     result = CliRunner().invoke(app, [*common, "--seeds=3", "--out", str(tmp_path / "all")])
     assert result.exit_code == 0, result.output
@@ -305,7 +305,7 @@ def test_a_class_that_never_takes_part_is_written_as_null_not_nan(tmp_path):
 
     from fedjoule.cli import app
 
-    args = ["capacity", "default", *(f"--set={x}" for x in SMALL)]
+    args = ["capacity", "default-theory", *(f"--set={x}" for x in SMALL)]
     args += ["--set=training.clients_per_round=1", "--set=seed=1", "--search=none"]
     args += ["--rounds=2", "-q", "--out", str(tmp_path)]
     result = CliRunner().invoke(app, args)

@@ -24,7 +24,7 @@ def test_values_split_on_top_level_commas():
 
 def test_points_are_the_cartesian_product_with_stable_names():
     axes = parse_grid(["training.local_steps=1,5", "algorithm.name=fedavg,fedprox"])
-    points = plan_points("default", ["training.rounds=2"], axes)
+    points = plan_points("default-theory", ["training.rounds=2"], axes)
     assert [p.name for p in points] == [
         "local_steps=1__name=fedavg",
         "local_steps=1__name=fedprox",
@@ -59,10 +59,21 @@ def test_points_are_the_cartesian_product_with_stable_names():
 )
 def test_bad_grid_fails_before_any_run(tmp_path, grid, message):
     with pytest.raises(FedjouleError, match=message.replace("[", r"\[")):
-        plan_points("default", ["training.rounds=2"], parse_grid([grid], ["training.rounds=2"]))
+        plan_points(
+            "default-theory", ["training.rounds=2"], parse_grid([grid], ["training.rounds=2"])
+        )
     result = CliRunner().invoke(
         app,
-        ["sweep", "default", "-g", grid, "-s", "training.rounds=2", "--out", str(tmp_path / "s")],
+        [
+            "sweep",
+            "default-theory",
+            "-g",
+            grid,
+            "-s",
+            "training.rounds=2",
+            "--out",
+            str(tmp_path / "s"),
+        ],
     )
     assert isinstance(result.exception, FedjouleError)
     assert message in str(result.exception)
@@ -74,7 +85,7 @@ TINY = ["training.rounds=1", "population.size=10", "round.min_clients=1"]
 
 
 def points_of(*grid: str, sets=("training.rounds=2",)):
-    return plan_points("default", list(sets), parse_grid(list(grid), list(sets)))
+    return plan_points("default-theory", list(sets), parse_grid(list(grid), list(sets)))
 
 
 def algorithms(points) -> list[dict]:
@@ -159,7 +170,7 @@ def test_bad_algorithm_grid_values_fail_before_any_run(tmp_path, grid, message):
     with pytest.raises(FedjouleError) as caught:
         points_of(*grid)
     assert message in str(caught.value)
-    args = ["sweep", "default", "-s", "training.rounds=2", "--out", str(tmp_path / "s")]
+    args = ["sweep", "default-theory", "-s", "training.rounds=2", "--out", str(tmp_path / "s")]
     result = CliRunner().invoke(app, [*args, *(x for g in grid for x in ("-g", g))])
     assert isinstance(result.exception, FedjouleError) and message in str(result.exception)
     assert not (tmp_path / "s").exists()
@@ -191,7 +202,7 @@ def test_labels_group_seeds_and_the_api_takes_presets_and_dicts(tmp_path):
     import fedjoule
 
     with pytest.raises(FedjouleError, match="give the grid once: axes= or grid=, not both"):
-        fedjoule.sweep("default", {"seed": [0]}, tmp_path / "x", grid={"seed": [0]})
+        fedjoule.sweep("default-theory", {"seed": [0]}, tmp_path / "x", grid={"seed": [0]})
     assert not (tmp_path / "x").exists()
     grid = _grid_texts({"algorithm": ["fedavg", "fedprox"], "algorithm.mu": [0.01, 0.1]})
     assert [p.name for p in points_of(*grid)] == ["fedavg", "fedprox-mu=0.01", "fedprox-mu=0.1"]
@@ -205,7 +216,7 @@ def test_a_preset_sweep_labels_its_report_and_resumes_by_its_recorded_names(tmp_
 
     out, options = tmp_path / "s", SweepOptions(workers=1, device="cpu")
     grid = ["algorithm=fedavg,fedprox:mu=0.1"]
-    result = run_sweep("default", grid, out, TINY, options)
+    result = run_sweep("default-theory", grid, out, TINY, options)
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["fedavg", "fedprox-mu=0.1"]
     recorded = json.loads((out / "sweep.json").read_text())["runs"]
     assert [(r["name"], r["label"]) for r in recorded] == [
@@ -214,7 +225,7 @@ def test_a_preset_sweep_labels_its_report_and_resumes_by_its_recorded_names(tmp_
     ]
     rows = compare_runs([out], tmp_path / "r").rows
     assert [r["run"] for r in rows] == ["fedavg", "fedprox mu=0.1"]
-    assert set(run_sweep("default", grid, out, TINY, options).status.values()) == {"skipped"}
+    assert set(run_sweep("default-theory", grid, out, TINY, options).status.values()) == {"skipped"}
     assert result.status == {"fedavg": "ran", "fedprox-mu=0.1": "ran"}
     # an older sweep.json named the mapping form's folder otherwise: that name is kept
     old = {"algorithm": "{name: fedprox, mu: 0.1}"}

@@ -299,7 +299,7 @@ def test_outage_refuses_repricing_and_says_why(tmp_path):
 
 
 def test_every_blocker_is_named():
-    base = load_scenario("default", ["round.deadline_s=null", "availability.kind=always"])
+    base = load_scenario("default-theory", ["round.deadline_s=null", "availability.kind=always"])
     assert reprice_blockers(base) == []
     cases = {
         "channel.outage=waterfall": "channel.outage=waterfall",
@@ -309,7 +309,7 @@ def test_every_blocker_is_named():
     }
     for override, named in cases.items():
         scenario = load_scenario(
-            "default", ["round.deadline_s=null", "availability.kind=always", override]
+            "default-theory", ["round.deadline_s=null", "availability.kind=always", override]
         )
         reasons = reprice_blockers(scenario)
         assert len(reasons) == 1 and reasons[0].startswith(named), (override, reasons)

@@ -18,7 +18,7 @@ SETS = ["training.rounds=3", "population.size=20", "training.local_steps=2"]
 
 @pytest.mark.slow  # Ray's start and 8 runs: about a minute on 2 cores
 def test_every_protocol_through_a_ray_sweep_with_two_seeds_and_report(tmp_path):
-    args = ["sweep", "default", "--out", str(tmp_path / "sweep"), "--device", "cpu", "-q"]
+    args = ["sweep", "default-theory", "--out", str(tmp_path / "sweep"), "--device", "cpu", "-q"]
     args += ["--grid", "protocol.kind=" + ",".join(KINDS), "--seeds", "2", "--backend", "ray"]
     for item in SETS:
         args += ["--set", item]
@@ -31,7 +31,7 @@ def test_every_protocol_through_a_ray_sweep_with_two_seeds_and_report(tmp_path):
     for row in rows:
         assert row["protocol"] == ("" if row["protocol.kind"] == "sync" else row["protocol.kind"])
     # a Ray run's files equal the same scenario played here
-    scenario = load_scenario("default", [*SETS, "protocol.kind=buffered", "seed=1"])
+    scenario = load_scenario("default-theory", [*SETS, "protocol.kind=buffered", "seed=1"])
     _, here = run_scenario(scenario, tmp_path / "here", device="cpu")
     there = json.loads(
         (tmp_path / "sweep" / "runs" / "kind=buffered__seed=1" / "summary.json").read_text()
@@ -48,7 +48,7 @@ def test_every_protocol_through_a_ray_sweep_with_two_seeds_and_report(tmp_path):
 
 def test_capacity_searches_protocol_concurrency():
     scenario = load_scenario(
-        "default", ["protocol.kind=async", "population.size=16", "round.deadline_s=null"]
+        "default-theory", ["protocol.kind=async", "population.size=16", "round.deadline_s=null"]
     )
     plan = plan_capacity(scenario, search="concurrency", deadline_s=0.03, rounds=20)
     figures = {e["concurrency"]: e for e in plan["evaluations"]}

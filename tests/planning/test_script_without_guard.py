@@ -17,7 +17,7 @@ import fedjoule
 
 print("top level", flush=True)
 result = fedjoule.sweep(
-    "default",
+    "default-theory",
     {"training.lr": [0.05, 0.1]},
     "out",
     overrides={

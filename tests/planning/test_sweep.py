@@ -27,7 +27,7 @@ NAMES = [
 
 
 def cli_sweep(out, *extra: str) -> float:
-    args = ["sweep", "default", "--out", str(out), "--device", "cpu", "--quiet"]
+    args = ["sweep", "default-theory", "--out", str(out), "--device", "cpu", "--quiet"]
     for item in GRID:
         args += ["--grid", item]
     for item in SETS:
@@ -107,9 +107,9 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
     out = tmp_path / "cut"
     options = SweepOptions(workers=1, device="cpu")
     # the interruption: the first two runs finished, the third stopped after one round
-    first = run_sweep("default", [GRID[0].replace("1,5", "1"), GRID[1]], out, SETS, options)
+    first = run_sweep("default-theory", [GRID[0].replace("1,5", "1"), GRID[1]], out, SETS, options)
     assert first.status == {NAMES[0]: "ran", NAMES[1]: "ran"}
-    third = plan_points("default", SETS, parse_grid(GRID))[2]
+    third = plan_points("default-theory", SETS, parse_grid(GRID))[2]
     _, partial = run_scenario(third.scenario, run_folder(out, third), device="cpu", stop_after=1)
     assert partial["rounds_completed"] == 1
     stamps = {n: (out / "runs" / n / "summary.json").stat().st_mtime_ns for n in NAMES[:2]}
@@ -120,7 +120,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
         plans.append(states)
         said.extend(state_lines(points, states, folders))
 
-    again = run_sweep("default", GRID, out, SETS, options, on_plan=on_plan)
+    again = run_sweep("default-theory", GRID, out, SETS, options, on_plan=on_plan)
     assert plans == [{NAMES[0]: "done", NAMES[1]: "done", NAMES[2]: "partial", NAMES[3]: "new"}]
     # what a restart says (issue 22): which runs are done, which resume from which round
     labels = [n.replace("__", ", ") for n in NAMES]
@@ -139,10 +139,10 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(local_sweep, tm
         read_table(local_sweep / "sweep.csv")
     )
     # a third start finds everything done
-    assert set(run_sweep("default", GRID, out, SETS, options).status.values()) == {"skipped"}
+    assert set(run_sweep("default-theory", GRID, out, SETS, options).status.values()) == {"skipped"}
     # the folder holds other runs than a changed sweep's: an error before anything runs
     with pytest.raises(FedjouleError, match=r"another scenario \(differs in training.rounds\)"):
-        run_sweep("default", GRID, out, ["training.rounds=4"], options)
+        run_sweep("default-theory", GRID, out, ["training.rounds=4"], options)
 
 
 def test_report_compares_two_real_runs(local_sweep, tmp_path):
@@ -190,7 +190,15 @@ def test_ray_workers_import_the_installed_fedjoule_from_any_folder(tmp_path):
     if not script.exists():
         pytest.skip("no fedjoule console script beside this Python")
     (tmp_path / "fedjoule").mkdir()  # what a checkout named fedjoule looks like from above
-    args = [str(script), "sweep", "default", "--grid", "seed=0", "--set", "training.rounds=1"]
+    args = [
+        str(script),
+        "sweep",
+        "default-theory",
+        "--grid",
+        "seed=0",
+        "--set",
+        "training.rounds=1",
+    ]
     args += ["--backend", "ray", "--out", str(tmp_path / "out"), "-q", "--device", "cpu"]
     done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

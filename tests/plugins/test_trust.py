@@ -108,7 +108,7 @@ def test_resume_checks_scenario_yaml_before_reading_it(tmp_path, capsys):
     """A run folder whose scenario.yaml was edited to name a plug-in (one placed in the
     folder itself, inside its tree) is refused before anything it names is loaded."""
     out = tmp_path / "run"
-    assert invoke(["run", "default", "--out", str(out), "-q", "--set", "training.rounds=2",
+    assert invoke(["run", "default-theory", "--out", str(out), "-q", "--set", "training.rounds=2",
                    "--device", "cpu"]) == 0  # fmt: skip
     marker = tmp_path / "marker"
     (out / "evil.py").write_text(PLUGIN.format(marker=str(marker)))

@@ -173,7 +173,7 @@ def run_dir(tmp_path_factory):
         "training.target_value=0.55",
         "output.timeline_rounds=[0]",
     ]
-    run_scenario(load_scenario("default", overrides), out, device="cpu")
+    run_scenario(load_scenario("default-theory", overrides), out, device="cpu")
     return out
 
 
@@ -188,7 +188,7 @@ def test_run_plots_are_steps_from_round_0_with_the_target(run_dir, captured):
     assert list(line.get_ydata()) == figures.step_xy(rounds, accuracy)[1]
     target = lines_by_label(ax)["target: accuracy ≥ 0.55"]
     assert list(target.get_ydata()) == [0.55, 0.55]
-    assert ax.get_title() == "accuracy against round\nscenario default · algorithm fedavg"
+    assert ax.get_title() == "accuracy against round\nscenario default-theory · algorithm fedavg"
     # time: in the unit of its span, a step line too
     ax = captured["accuracy_vs_time.png"].axes[0]
     times = [r["sim_time_end_s"] for r in rows]
@@ -234,7 +234,10 @@ def test_energy_by_class_per_device_and_per_participation(run_dir, captured):
     assert ticks == [f"{c}\n{devices[c]} devices\n{selected[c]} participations" for c in names]
     legend = [t.get_text() for t in per_selection.get_legend().get_texts()]
     assert legend[:3] == ["compute", "transmit", "receive"]
-    assert fig._suptitle.get_text() == "energy by device class\nscenario default · algorithm fedavg"
+    assert (
+        fig._suptitle.get_text()
+        == "energy by device class\nscenario default-theory · algorithm fedavg"
+    )
 
 
 def test_plot_run_writes_every_requested_format(run_dir, tmp_path):
@@ -367,7 +370,8 @@ def test_pareto_front_numbers_its_members_and_keys_every_mark(tmp_path, captured
 
 def plan_scenario():
     return load_scenario(
-        "default", ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"]
+        "default-theory",
+        ["training.target_value=0.7", "training.target_metric=worst_client_accuracy"],
     )
 
 
@@ -412,7 +416,8 @@ def test_energy_vs_k_shows_every_k_of_the_grid(tmp_path, captured):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["0 dB, 100 kHz", "30 dB, 10 MHz", "K not reached", "K* (least E)"]
     assert ax.get_title() == (
-        "energy to worst client accuracy ≥ 0.7 against K\nscenario default · algorithm fedavg"
+        "energy to worst client accuracy ≥ 0.7 against K\n"
+        "scenario default-theory · algorithm fedavg"
     )
     # no y tick inside the 'not reached' band
     ymin, ymax = ax.get_ylim()
@@ -434,7 +439,7 @@ def test_kstar_heatmap_and_breakeven_use_the_k_grid_as_ticks(tmp_path, captured)
     fig = captured["kstar_heatmap.png"]
     bar = fig.axes[1]
     assert [t.get_text() for t in bar.get_yticklabels()] == ["1", "2", "5", "10", "20"]
-    assert fig.axes[0].get_title().endswith("scenario default · algorithm fedavg")
+    assert fig.axes[0].get_title().endswith("scenario default-theory · algorithm fedavg")
     rounds = {2: 40, 5: 20, 20: 12}
     cells = [
         {"snr_db": 0.0, "bandwidth_hz": 1e5, "x": 50.0, "K_star": 20},

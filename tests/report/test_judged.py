@@ -282,7 +282,7 @@ def test_energy_vs_k_labels_every_k_and_three_energy_ticks(tmp_path, captured):
         for k, e in zip(ks, energies, strict=True)
     ]  # fmt: skip
     plan_plots.plot_energy_vs_k(
-        tmp_path / "energy_vs_k.png", table, [(10.0, 1e6)], load_scenario("default")
+        tmp_path / "energy_vs_k.png", table, [(10.0, 1e6)], load_scenario("default-theory")
     )
     ax = captured["energy_vs_k.png"].axes[0]
     assert ax.get_yscale() == "log"

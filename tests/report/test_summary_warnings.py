@@ -38,7 +38,9 @@ def assert_totals_are_the_sums(summary: dict, rows: list[dict]) -> None:
 
 
 def test_learning_run_totals_equal_the_sums_over_rounds_csv(tmp_path):
-    out, summary = run_scenario(load_scenario("default", TIGHT), tmp_path / "run", device="cpu")
+    out, summary = run_scenario(
+        load_scenario("default-theory", TIGHT), tmp_path / "run", device="cpu"
+    )
     rows = read_rounds(out / "rounds.csv")
     assert_totals_are_the_sums(summary, rows)
     assert summary["dropped_deadline"] > 0 and summary["rounds_failed"] > 0  # drops to count
@@ -46,7 +48,7 @@ def test_learning_run_totals_equal_the_sums_over_rounds_csv(tmp_path):
 
 
 def test_system_run_totals_equal_the_sums_over_rounds_csv(tmp_path):
-    s = load_scenario("default", ["population.size=2000", "model.name=mlp", *TIGHT])
+    s = load_scenario("default-theory", ["population.size=2000", "model.name=mlp", *TIGHT])
     out, summary = run_system(s, tmp_path / "run")
     rows = read_rounds(out / "rounds.csv")
     assert_totals_are_the_sums(summary, rows)
@@ -62,7 +64,7 @@ def test_system_run_totals_equal_the_sums_over_rounds_csv(tmp_path):
 def test_resumed_run_has_the_uninterrupted_totals(tmp_path):
     """Stopped after 3 rounds with a 4th row written but not checkpointed (as a kill between
     the two leaves it), then resumed: the totals count every round once."""
-    s = load_scenario("default", TIGHT)
+    s = load_scenario("default-theory", TIGHT)
     _, full = run_scenario(s, tmp_path / "full", device="cpu")
     out = tmp_path / "stopped"
     run_scenario(s, out, device="cpu", stop_after=3)
@@ -84,7 +86,7 @@ def rows_of(failed: int, selected: int, arrived: int, rounds: int = 100, **drops
 
 
 def warnings_of(rows) -> list[str]:
-    return round_warnings(rows, round_totals(rows), load_scenario("default"))
+    return round_warnings(rows, round_totals(rows), load_scenario("default-theory"))
 
 
 @pytest.mark.parametrize(("failed", "warned"), [(25, False), (26, True)])

@@ -16,15 +16,15 @@ def test_builtins_validate(name):
 
 
 def test_required_builtins_exist():
-    assert {"default", "mnist-dirichlet"} <= set(builtin_names())
-    default = load_scenario("default")
+    assert {"default", "default-theory", "mnist-dirichlet"} <= set(builtin_names())
+    default = load_scenario("default-theory")
     assert default.population.size >= 50 and default.training.clients_per_round >= 10
     assert default.dataset.name == "synthetic" and default.algorithm.name == "fedavg"
 
 
 def test_overrides_are_parsed_as_yaml():
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "training.local_steps=20",
             "channel.snr_db=5.5",
@@ -57,7 +57,7 @@ def test_out_of_range_value_names_field_value_and_bound(tmp_path):
 
 def test_unknown_algorithm_lists_the_valid_ones():
     with pytest.raises(FedjouleError) as err:
-        load_scenario("default", ["algorithm.name=fedsgd"])
+        load_scenario("default-theory", ["algorithm.name=fedsgd"])
     assert "'fedavg'" in str(err.value) and "'fedprox'" in str(err.value)
 
 
@@ -101,3 +101,49 @@ def test_every_field_is_documented():
 
     missing = [(m, n) for m, n, d in walk(Scenario) if not d]
     assert not missing
+
+
+@pytest.mark.parametrize(
+    ("override", "hint"),
+    [
+        ("channel.fading=rayliegh", "(did you mean 'rayleigh'?)"),
+        ("availability.kind=markv", "(did you mean 'markov'?)"),
+        ("population.device_classes=[{radio: {model: ltee}}]", "(did you mean 'lte'?)"),
+        ("algorithm.name=fedavgg", "unknown algorithm 'fedavgg' (did you mean 'fedavg'?)"),
+        ("population.device_classes=[{profile: phone-5gg}]", "(did you mean 'phone-5g'?)"),
+    ],
+)
+def test_a_misspelt_choice_names_the_closest_allowed_value(override, hint):
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", [override])
+    assert hint in str(info.value)
+
+
+def test_a_far_off_choice_gets_no_guess():
+    with pytest.raises(FedjouleError) as info:
+        load_scenario("default", ["channel.fading=zzzzzz"])
+    assert "did you mean" not in str(info.value) and "'rician'" in str(info.value)
+
+
+def test_relative_data_files_are_found_from_the_scenario_folder(tmp_path, monkeypatch):
+    """channel.trace and availability.trace_file resolve as plug-ins do: from the scenario
+    file's folder, then the working folder; a missing one names every place looked at."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "on.csv").write_text("client,start_s,end_s\n0,0,1000\n")
+    (folder / "up.csv").write_text("t,mbps\n0,5\n1,6\n")
+    scenario = folder / "s.yaml"
+    scenario.write_text(
+        "availability: {kind: trace, trace_file: on.csv}\n"
+        "channel: {trace: {uplink: {file: up.csv, column: mbps, time_column: t}}}\n"
+    )
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    s = load_scenario(str(scenario))
+    assert s.availability.trace_file == str(folder / "on.csv")
+    assert s.channel.trace.uplink.file == str(folder / "up.csv")
+    with pytest.raises(FedjouleError) as info:
+        load_scenario(str(scenario), ["availability.trace_file=gone.csv"])
+    assert (
+        f"field 'availability.trace_file' (--set): gone.csv not found (looked at "
+        f"{folder / 'gone.csv'}, {tmp_path / 'gone.csv'})"
+    ) in str(info.value)

@@ -14,18 +14,18 @@ from fedjoule.cli import invoke
 
 ONE_ROUND = ["training.rounds=1"]
 CORPUS = {
-    "valid": ("default", []),
+    "valid": ("default-theory", []),
     "trace file missing": (
-        "default", ["availability.kind=trace", "availability.trace_file=/no/such/trace.csv"]
+        "default-theory", ["availability.kind=trace", "availability.trace_file=/no/such/trace.csv"]
     ),
     "trace file malformed": (
-        "default", ["availability.kind=trace", "availability.trace_file={bad}"]
+        "default-theory", ["availability.kind=trace", "availability.trace_file={bad}"]
     ),
     "trace file empty of clients": (
-        "default", ["availability.kind=trace", "availability.trace_file={empty}"]
+        "default-theory", ["availability.kind=trace", "availability.trace_file={empty}"]
     ),
     "more clients than samples": (
-        "default", ["population.size=3000", "dataset.synthetic.avg_samples=1",
+        "default-theory", ["population.size=3000", "dataset.synthetic.avg_samples=1",
                     "training.clients_per_round=10"]
     ),
     "valid cells": ("dense-small-cells", ["training.rounds=1"]),

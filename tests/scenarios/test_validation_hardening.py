@@ -325,13 +325,13 @@ def test_every_count_size_and_text_has_an_upper_bound():
 )
 def test_out_of_bounds_values_are_errors(override, field):
     with pytest.raises(FedjouleError) as err:
-        load_scenario("default", [override])
+        load_scenario("default-theory", [override])
     assert f"'{field}'" in str(err.value)
 
 
 def test_whole_number_floats_are_integers_and_1e6_is_a_float():
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "population.size=1.0e3",
             "seed=9223372036854775807",
@@ -343,7 +343,7 @@ def test_whole_number_floats_are_integers_and_1e6_is_a_float():
     assert s.seed == 2**63 - 1
     assert s.channel.uplink_bandwidth_hz == 1e6 and s.training.lr == 0.05
     with pytest.raises(FedjouleError, match="whole number"):
-        load_scenario("default", ["population.size=100.5"])
+        load_scenario("default-theory", ["population.size=100.5"])
 
 
 # --------------------------------------------------------------------------- duplicates
@@ -455,7 +455,7 @@ def test_many_problems_are_capped(tmp_path):
 )
 def test_bad_overrides_give_clean_errors_naming_the_override(override, expected):
     with pytest.raises(FedjouleError) as err:
-        load_scenario("default", [override])
+        load_scenario("default-theory", [override])
     assert expected in str(err.value) and len(str(err.value)) < 1_000
 
 
@@ -519,6 +519,8 @@ def test_builtins_are_plausible(name):
         ("channel.noise_dbm_per_hz=-100", "channel.noise_dbm_per_hz", "-100", "-174"),
         ("channel.snr_db=100", "channel.snr_db", "100", "linear"),
         ("round.deadline_s=0.0001", "round.deadline_s", "0.0001", "ms"),
+        ("population.device_classes=[{battery_j: 15}]", "battery_j", "15", "15 Wh = 54000 J"),
+        ("round.deadline_s=30000", "round.deadline_s", "30000", "8.33 h"),
         ("output.timeline_rounds=[500]", "output.timeline_rounds", "[500]", "never drawn"),
     ],
 )
@@ -526,7 +528,7 @@ def test_unit_slips_give_plausibility_warnings(override, field, value, why):
     overrides = [override]
     if "cell_radius_m" in override:
         overrides.append("channel.min_distance_m=0.1")
-    warnings = plausibility_warnings(load_scenario("default", overrides))
+    warnings = plausibility_warnings(load_scenario("default-theory", overrides))
     hits = [w for w in warnings if field in w]
     assert len(hits) == 1, warnings
     assert f"= {value}:" in hits[0] and why in hits[0]
@@ -534,7 +536,7 @@ def test_unit_slips_give_plausibility_warnings(override, field, value, why):
 
 def test_rare_participation_is_warned():
     s = load_scenario(
-        "default", ["training.participation=bernoulli", "training.participation_prob=1e-4"]
+        "default-theory", ["training.participation=bernoulli", "training.participation_prob=1e-4"]
     )
     (warning,) = plausibility_warnings(s)
     assert "training.participation_prob = 0.0001" in warning and "redrawn" in warning
@@ -544,9 +546,9 @@ def test_several_cells_need_a_layout_that_has_them():
     """topology.cells with the default single layout was silently one cell: refused,
     naming the field, the value and the layouts that place several cells."""
     with pytest.raises(FedjouleError) as caught:
-        load_scenario("default", ["topology.cells=3"])
+        load_scenario("default-theory", ["topology.cells=3"])
     message = str(caught.value)
     assert "topology.cells" in message and "cells=3" in message
     assert "hexagonal or grid" in message
-    hexagonal = load_scenario("default", ["topology.layout=hexagonal", "topology.cells=3"])
+    hexagonal = load_scenario("default-theory", ["topology.layout=hexagonal", "topology.cells=3"])
     assert hexagonal.topology.n_cells == 3

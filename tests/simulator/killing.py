@@ -32,10 +32,10 @@ class Case:
 
 
 CASES = (
-    Case("fedavg", "default", ("training.rounds=25",)),
+    Case("fedavg", "default-theory", ("training.rounds=25",)),
     Case(
         "scaffold-spilling",
-        "default",
+        "default-theory",
         ("algorithm.name=scaffold", "training.rounds=25"),
         ("--state-memory-mb", "0.02"),  # ~30 of the 100 clients' rows in memory
     ),
@@ -43,15 +43,15 @@ CASES = (
 )
 # the protocols (docs/protocols.md): clients in flight and a buffer at every checkpoint
 PROTOCOL_CASES = (
-    Case("async", "default", ("training.rounds=40", "protocol.kind=async")),
+    Case("async", "default-theory", ("training.rounds=40", "protocol.kind=async")),
     Case(
         "buffered",
-        "default",
+        "default-theory",
         ("training.rounds=15", "protocol.kind=buffered", "protocol.concurrency=20"),
     ),
     Case(
         "hierarchical",
-        "default",
+        "default-theory",
         ("training.rounds=8", "protocol.kind=hierarchical", "topology.layout=hexagonal",
          "topology.cells=3"),
     ),  # fmt: skip

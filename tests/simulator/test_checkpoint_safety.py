@@ -23,7 +23,7 @@ from fedjoule.storage import FolderLock
 
 def small(*sets: str):
     base = ["training.rounds=4", "population.size=20", "training.clients_per_round=5"]
-    return load_scenario("default", [*base, *sets])
+    return load_scenario("default-theory", [*base, *sets])
 
 
 class Payload:
@@ -65,13 +65,13 @@ def test_a_pickled_payload_is_refused_on_a_sweep_restart(tmp_path):
     out = tmp_path / "sweep"
     options = SweepOptions(workers=1, device="cpu")
     sets = ["training.rounds=2", "population.size=20", "training.clients_per_round=5"]
-    run_sweep("default", ["seed=0,1"], out, sets, options)
+    run_sweep("default-theory", ["seed=0,1"], out, sets, options)
     marker = tmp_path / "payload-ran"
     run_folder = next((out / "runs").iterdir())
     (run_folder / "summary.json").unlink()  # as if interrupted: the restart reads the checkpoint
     plant_payload(run_folder, marker)
     with pytest.raises(FedjouleError, match="checkpoint.pt: not a checkpoint"):
-        run_sweep("default", ["seed=0,1"], out, sets, options)
+        run_sweep("default-theory", ["seed=0,1"], out, sets, options)
     assert not marker.exists()
 
 

@@ -36,7 +36,7 @@ FIXED = [
 
 def play(extra, rounds):
     """Each row of a run with the global model after it and the records it closed."""
-    scenario = load_scenario("default", [*FIXED, f"training.rounds={rounds}", *extra])
+    scenario = load_scenario("default-theory", [*FIXED, f"training.rounds={rounds}", *extra])
     sim = Simulation(build_world(scenario, device="cpu"))
     out = []
 
@@ -156,16 +156,16 @@ def test_async_versions_staleness_and_mixed_models_in_closed_form():
 
 def test_protocols_refuse_what_they_cannot_run():
     with pytest.raises(FedjouleError, match="does not run algorithm.name=scaffold"):
-        load_scenario("default", ["protocol.kind=async", "algorithm.name=scaffold"])
+        load_scenario("default-theory", ["protocol.kind=async", "algorithm.name=scaffold"])
     with pytest.raises(FedjouleError, match="does not run algorithm.name=drfa"):
-        load_scenario("default", ["protocol.kind=hierarchical", "algorithm.name=drfa"])
-    load_scenario("default", ["protocol.kind=hierarchical", "algorithm.name=feddyn"])
+        load_scenario("default-theory", ["protocol.kind=hierarchical", "algorithm.name=drfa"])
+    load_scenario("default-theory", ["protocol.kind=hierarchical", "algorithm.name=feddyn"])
     with pytest.raises(FedjouleError, match="mixing applies to kind async, not to kind sync"):
-        load_scenario("default", ["protocol.mixing=0.5"])
+        load_scenario("default-theory", ["protocol.mixing=0.5"])
     with pytest.raises(FedjouleError, match="protocol.concurrency .1000. exceeds"):
-        load_scenario("default", ["protocol.kind=buffered", "protocol.concurrency=1000"])
+        load_scenario("default-theory", ["protocol.kind=buffered", "protocol.concurrency=1000"])
     with pytest.raises(FedjouleError, match="round.overcommit applies to sync"):
-        load_scenario("default", ["protocol.kind=async", "round.overcommit=1.3"])
+        load_scenario("default-theory", ["protocol.kind=async", "round.overcommit=1.3"])
 
 
 RESUMED = {
@@ -197,9 +197,11 @@ def test_interrupted_protocol_runs_resume_to_identical_files(tmp_path, kind):
         "training.eval_every=4",
         *RESUMED[kind],
     ]
-    reference, _ = run_scenario(load_scenario("default", sets), tmp_path / "ref", device="cpu")
+    reference, _ = run_scenario(
+        load_scenario("default-theory", sets), tmp_path / "ref", device="cpu"
+    )
     out = tmp_path / "cut"
-    run_scenario(load_scenario("default", sets), out, device="cpu", stop_after=3)
+    run_scenario(load_scenario("default-theory", sets), out, device="cpu", stop_after=3)
     run_scenario(None, out, device="cpu", resume=True, stop_after=6)
     run_scenario(None, out, device="cpu", resume=True)
     assert compare(reference, out) == []
@@ -224,7 +226,7 @@ def test_the_system_engine_plays_each_protocol_as_the_learning_run_does(kind):
     from fedjoule.simulator.system_world import build_system_world
 
     sets = ["population.size=12", "training.rounds=6", "training.local_steps=2", *RESUMED[kind]]
-    scenario = load_scenario("default", sets)
+    scenario = load_scenario("default-theory", sets)
     with pytest.raises(FedjouleError, match=f"protocol.kind={kind}"):
         choose_engine(scenario, "numpy")
     assert choose_engine(scenario, "auto")[0] == "simpy"
@@ -240,18 +242,18 @@ def test_the_system_engine_plays_each_protocol_as_the_learning_run_does(kind):
 def test_a_checkpoint_from_before_the_protocol_section_still_resumes(tmp_path):
     from fedjoule.simulator import checkpoint
 
-    scenario = load_scenario("default", [*FIXED, "training.rounds=2"])
+    scenario = load_scenario("default-theory", [*FIXED, "training.rounds=2"])
     run_scenario(scenario, tmp_path, device="cpu", stop_after=1)
     saved = checkpoint.read_checkpoint(tmp_path / "checkpoint.pt")
     old = {k: v for k, v in saved["scenario"].items() if k != "protocol"}  # as written before
     saved.update(scenario=old, scenario_sha256=checkpoint.scenario_sha256(old))
     path = tmp_path / "checkpoint.pt"
     checkpoint.check_belongs(saved, path, scenario.model_dump(mode="json"), path)
-    other = load_scenario("default", [*FIXED, "training.rounds=2", "protocol.kind=async"])
+    other = load_scenario("default-theory", [*FIXED, "training.rounds=2", "protocol.kind=async"])
     with pytest.raises(FedjouleError, match="differ in protocol"):
         checkpoint.check_belongs(saved, path, other.model_dump(mode="json"), path)
 
 
 def test_compression_is_refused_outside_sync_rounds():
     with pytest.raises(FedjouleError, match="not combined with protocol.kind=async"):
-        load_scenario("default", ["protocol.kind=async", "compression.uplink.kind=topk"])
+        load_scenario("default-theory", ["protocol.kind=async", "compression.uplink.kind=topk"])

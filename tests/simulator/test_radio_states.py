@@ -351,7 +351,7 @@ def test_numpy_engine_runs_radio_states_as_the_simpy_engine():
 def test_numpy_engine_runs_linear_radios_as_the_simpy_engine():
     from tests.simulator.test_system_engine import assert_rows_equal, both_engines
 
-    data = load_scenario("default").model_dump(mode="json")
+    data = load_scenario("default-theory").model_dump(mode="json")
     for cls in data["population"]["device_classes"]:
         cls["radio"] = {"model": "linear"}
     s = Scenario.model_validate(data)
@@ -360,7 +360,7 @@ def test_numpy_engine_runs_linear_radios_as_the_simpy_engine():
     assert choose_engine(s, "auto")[0] == "numpy"
     simpy_rows, numpy_rows = both_engines(s, rounds=5)
     assert_rows_equal(simpy_rows, numpy_rows)
-    plain_rows, _ = both_engines(load_scenario("default"), rounds=5)
+    plain_rows, _ = both_engines(load_scenario("default-theory"), rounds=5)
     # the same airtimes, the transmit energy scaled from p to p / eta + P_c
     for lin, plain in zip(simpy_rows, plain_rows, strict=True):
         assert lin["uplink_airtime_s"] == plain["uplink_airtime_s"]

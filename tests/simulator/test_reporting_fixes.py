@@ -37,7 +37,7 @@ BANDS = {
 @pytest.mark.parametrize("access", BANDS)
 def test_clients_csv_snr_is_on_the_band_of_the_access_scheme(access, tmp_path):
     overrides, band_hz = BANDS[access]
-    s = load_scenario("default", [*overrides, "training.rounds=2"])
+    s = load_scenario("default-theory", [*overrides, "training.rounds=2"])
     out, _ = run_system(s, tmp_path)  # the numpy engine's clients.csv
     with (out / "clients.csv").open() as f:
         written = np.array([float(r["mean_uplink_snr_db"]) for r in csv.DictReader(f)])
@@ -53,7 +53,7 @@ def test_snr_differs_by_the_band_ratio_between_schemes(tmp_path):
     """Same clients: tdma's SNR (B) is 10 dB below fdma's (B/10), ofdma's (B/4) 6.02 dB."""
     snr = {}
     for access in ("fdma", "tdma", "ofdma"):
-        s = load_scenario("default", [*BANDS[access][0], "training.rounds=1"])
+        s = load_scenario("default-theory", [*BANDS[access][0], "training.rounds=1"])
         sim = Simulation(build_world(s, device="cpu"))
         snr[access] = np.array([row["mean_uplink_snr_db"] for row in client_rows(sim)])
     np.testing.assert_allclose(snr["fdma"] - snr["tdma"], 10.0, rtol=1e-9)
@@ -61,7 +61,9 @@ def test_snr_differs_by_the_band_ratio_between_schemes(tmp_path):
 
 
 def test_fixed_snr_clients_csv_is_snr_db(tmp_path):
-    s = load_scenario("default", ["channel.snr_db=7.5", "channel.access=tdma", "training.rounds=1"])
+    s = load_scenario(
+        "default-theory", ["channel.snr_db=7.5", "channel.access=tdma", "training.rounds=1"]
+    )
     sim = Simulation(build_world(s, device="cpu"))
     assert {row["mean_uplink_snr_db"] for row in client_rows(sim)} == {7.5}
 
@@ -72,7 +74,7 @@ def downlinks(folder):
 
 
 def test_downlink_events_carry_the_broadcast_bits(tmp_path):
-    s = load_scenario("default", ["output.events=true", "training.rounds=3"])
+    s = load_scenario("default-theory", ["output.events=true", "training.rounds=3"])
     out, _ = run_scenario(s, tmp_path / "trained", device="cpu")
     world = build_world(s, device="cpu")
     down = downlinks(out)
@@ -88,7 +90,7 @@ def test_a_cut_off_downlink_carries_the_bits_received(tmp_path):
     """A 1 kHz broadcast at 10 dB takes 1.7 s; the 0.5 s deadline stops it after
     0.5 s x 1000 log2(1 + 10) bits."""
     s = load_scenario(
-        "default",
+        "default-theory",
         ["output.events=true", "training.rounds=1", "channel.downlink_bandwidth_hz=1000",
          "channel.snr_db=10", "channel.fading=none", "round.deadline_s=0.5",
          "availability.kind=always"],
@@ -107,7 +109,7 @@ def test_multi_cell_fdma_snr_is_on_each_cells_own_band(tmp_path):
     so a client's SNR is 10 log10(p g / (N0 B/4)), 3.01 dB below B/8 (issue 18, item 3);
     the numpy engine and the training engine report the same."""
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "population.size=8",
             "training.clients_per_round=8",

@@ -20,7 +20,7 @@ def rows_without_wall_time(path):
 
 
 def test_same_seed_same_rounds_csv(tmp_path):
-    s = load_scenario("default", OVERRIDES)
+    s = load_scenario("default-theory", OVERRIDES)
     run_scenario(s, tmp_path / "a", device="cpu")
     run_scenario(s, tmp_path / "b", device="cpu")
     a = rows_without_wall_time(tmp_path / "a" / "rounds.csv")
@@ -31,15 +31,17 @@ def test_same_seed_same_rounds_csv(tmp_path):
 
 
 def test_other_seed_other_results(tmp_path):
-    run_scenario(load_scenario("default", OVERRIDES), tmp_path / "a", device="cpu")
-    run_scenario(load_scenario("default", OVERRIDES + ["seed=1"]), tmp_path / "b", device="cpu")
+    run_scenario(load_scenario("default-theory", OVERRIDES), tmp_path / "a", device="cpu")
+    run_scenario(
+        load_scenario("default-theory", OVERRIDES + ["seed=1"]), tmp_path / "b", device="cpu"
+    )
     assert rows_without_wall_time(tmp_path / "a" / "rounds.csv") != rows_without_wall_time(
         tmp_path / "b" / "rounds.csv"
     )
 
 
 def test_interrupted_run_resumes_to_the_same_results(tmp_path):
-    s = load_scenario("default", OVERRIDES)
+    s = load_scenario("default-theory", OVERRIDES)
     _, whole = run_scenario(s, tmp_path / "whole", device="cpu")
     _, partial = run_scenario(s, tmp_path / "cut", device="cpu", stop_after=3)
     assert partial["rounds_completed"] == 3

@@ -36,7 +36,7 @@ FIXED = [
 
 
 def scenario(*extra):
-    return load_scenario("default", FIXED + list(extra))
+    return load_scenario("default-theory", FIXED + list(extra))
 
 
 def hand_costs(s):
@@ -146,7 +146,7 @@ def test_a_round_with_nobody_online_waits_and_fails(tmp_path):
 
 def test_stop_at_target_ends_the_run_at_the_first_round_reaching_it(tmp_path):
     s = load_scenario(
-        "default", ["training.target_value=0.6", "training.stop_at_target=true", "seed=2"]
+        "default-theory", ["training.target_value=0.6", "training.stop_at_target=true", "seed=2"]
     )
     _, summary = run_scenario(s, tmp_path, device="cpu")
     rows = read_rounds(tmp_path / "rounds.csv")

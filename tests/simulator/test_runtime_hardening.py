@@ -45,7 +45,7 @@ def finite_or_none(summary: dict) -> bool:
 
 # ---------------------------------------------------------------------- divergence
 def test_lr_1e38_diverges_in_round_0_and_stops_there():
-    s = load_scenario("default", ["training.lr=1e38"])
+    s = load_scenario("default-theory", ["training.lr=1e38"])
     sim, rows = play(s)
     assert len(rows) == 1  # 100 rounds asked; none played after the diverged one
     assert rows[0]["diverged"] == 1 and math.isnan(rows[0]["loss"])
@@ -67,7 +67,7 @@ def test_lr_1e38_diverges_in_round_0_and_stops_there():
 
 def test_a_loss_that_overflows_later_stops_the_run_at_that_round():
     # an MLP at lr 100: the parameters grow each round and the test loss is inf in round 3
-    s = load_scenario("default", ["model.name=mlp", "model.hidden=[20]", "training.lr=100"])
+    s = load_scenario("default-theory", ["model.name=mlp", "model.hidden=[20]", "training.lr=100"])
     sim, rows = play(s)
     assert [r["diverged"] for r in rows] == [0, 0, 0, 1]
     assert all(math.isfinite(r["loss"]) for r in rows[:3]) and rows[3]["loss"] == math.inf
@@ -84,7 +84,7 @@ def with_training(scenario, **fields):
 
 
 def test_an_lr_past_the_float_range_diverges_instead_of_crashing():
-    s = with_training(load_scenario("default", ["training.rounds=3"]), lr=1e300)
+    s = with_training(load_scenario("default-theory", ["training.rounds=3"]), lr=1e300)
     sim, rows = play(s)
     assert len(rows) == 1 and rows[0]["diverged"] == 1 and rows[0]["lr"] == 1e300
     assert "training.lr = 1e+300" in sim.summary()["diverged_reason"]
@@ -92,20 +92,20 @@ def test_an_lr_past_the_float_range_diverges_instead_of_crashing():
 
 @pytest.mark.parametrize("algorithm", ["drfa", "drdm"])
 def test_a_diverged_model_skips_the_loss_probe(algorithm):
-    s = load_scenario("default", ["training.lr=1e38", f"algorithm.name={algorithm}"])
+    s = load_scenario("default-theory", ["training.lr=1e38", f"algorithm.name={algorithm}"])
     sim, rows = play(s)
     assert len(rows) == 1 and rows[0]["diverged"] == 1 and "probed" not in rows[0]
     assert sim.summary()["diverged_at_round"] == 0
 
 
 def test_a_diverged_round_is_evaluated_between_evaluations():
-    s = load_scenario("default", ["training.lr=1e38", "training.eval_every=5"])
+    s = load_scenario("default-theory", ["training.lr=1e38", "training.eval_every=5"])
     _, rows = play(s)
     assert len(rows) == 1 and rows[0]["diverged"] == 1 and "accuracy" in rows[0]
 
 
 def test_diverged_run_files_mark_nan_and_keep_json_finite(tmp_path):
-    s = load_scenario("default", ["model.name=mlp", "model.hidden=[20]", "training.lr=100"])
+    s = load_scenario("default-theory", ["model.name=mlp", "model.hidden=[20]", "training.lr=100"])
     try:
         _, summary = run_scenario(s, tmp_path, device="cpu")
     except RunDiverged as diverged:  # the lead's run.py raises after writing the files
@@ -142,7 +142,7 @@ def test_not_evaluated_and_nan_are_different_cells(tmp_path):
 
 
 def test_a_finite_run_has_no_divergence():
-    s = load_scenario("default", ["training.rounds=3"])
+    s = load_scenario("default-theory", ["training.rounds=3"])
     sim, rows = play(s)
     assert [r["diverged"] for r in rows] == [0, 0, 0]
     summary = sim.summary()
@@ -171,7 +171,7 @@ def test_bernoulli_participation_keeps_every_drawn_client():
 
 def test_bernoulli_with_overcommit_keeps_the_first_clients_per_round():
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "training.participation=bernoulli",
             "training.participation_prob=0.3",
@@ -190,7 +190,7 @@ def test_bernoulli_with_overcommit_keeps_the_first_clients_per_round():
 @pytest.mark.parametrize("engine_kind", ["numpy", "simpy"])
 def test_system_engines_keep_every_bernoulli_client(engine_kind):
     s = load_scenario(
-        "default",
+        "default-theory",
         [
             "training.participation=bernoulli",
             "training.participation_prob=0.3",
@@ -228,7 +228,7 @@ def test_bernoulli_redraws_are_unchanged_for_usual_settings():
 @pytest.mark.timeout(60)  # a hang guard (it ends in milliseconds), not a speed test
 def test_tiny_participation_probability_ends_with_one_client():
     # 1e-12 is below what validation accepts: the engine must end anyway
-    s = load_scenario("default", ["training.participation=bernoulli"])
+    s = load_scenario("default-theory", ["training.participation=bernoulli"])
     s = with_training(s, participation_prob=1e-12)
     chosen = [select_clients(np.arange(100), s, r) for r in range(5)]
     assert [len(c) for c in chosen] == [1, 1, 1, 1, 1]
@@ -331,7 +331,7 @@ def test_vector_markov_far_ahead_restarts_from_the_stationary_law():
 
 
 def test_a_synthetic_dataset_larger_than_memory_is_refused_before_anything(tmp_path):
-    big = load_scenario("default", ["population.size=10000000"])
+    big = load_scenario("default-theory", ["population.size=10000000"])
     with pytest.raises(FedjouleError, match=r"10,000,000 clients .* GB of data, more than"):
         run_scenario(big, tmp_path / "run", device="cpu")
     assert not (tmp_path / "run").exists()

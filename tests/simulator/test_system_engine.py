@@ -39,10 +39,10 @@ SMALL_BATTERY = (
 )
 # name: (scenario, overrides, the drop causes (or "attempts") this case must exercise)
 CASES = {
-    "fdma-overcommit": ("default", ["round.overcommit=1.5", "training.clients_per_round=20"],
+    "fdma-overcommit": ("default-theory", ["round.overcommit=1.5", "training.clients_per_round=20"],
                         ["overcommit"]),
-    "fdma-deadline": ("default", ["round.deadline_s=0.08"], ["deadline"]),
-    "tdma-overcommit": ("default", ["round.overcommit=1.3", "channel.access=tdma",
+    "fdma-deadline": ("default-theory", ["round.deadline_s=0.08"], ["deadline"]),
+    "tdma-overcommit": ("default-theory", ["round.overcommit=1.3", "channel.access=tdma",
                                     "round.deadline_s=0.3"], ["overcommit"]),
     "ofdma-outage-retx": ("urban-macro", ["availability.kind=bernoulli", "output.events=false",
                                           "output.timeline_rounds=[]"], ["attempts"]),
@@ -59,10 +59,11 @@ CASES = {
     "waterfall": ("rural-iot-low-snr", [], ["outage"]),
     "cells-backhaul": ("dense-small-cells", ["round.deadline_s=0.3"], ["deadline"]),
     "diurnal-charging": ("diurnal-phones", [], []),
-    "battery-fdma": ("default", [SMALL_BATTERY, "round.deadline_s=null"], ["battery"]),
-    "battery-ofdma": ("default", [SMALL_BATTERY, "round.deadline_s=null", "channel.access=ofdma",
-                                  "channel.resource_blocks=2"], ["battery"]),
-    "freeloaders-epochs": ("default", ["population.freeloaders.fraction=0.3",
+    "battery-fdma": ("default-theory", [SMALL_BATTERY, "round.deadline_s=null"], ["battery"]),
+    "battery-ofdma": ("default-theory", [SMALL_BATTERY, "round.deadline_s=null",
+                                         "channel.access=ofdma", "channel.resource_blocks=2"],
+                      ["battery"]),
+    "freeloaders-epochs": ("default-theory", ["population.freeloaders.fraction=0.3",
                                        "training.local_epochs=1",
                                        "training.participation=bernoulli",
                                        "round.server_time_s=0.01", "round.interval_s=5"], []),
@@ -106,7 +107,7 @@ def test_numpy_engine_equals_simpy_engine(case):
 
 def test_offline_drops_equal_with_the_simpy_markov_process():
     s = load_scenario(
-        "default",
+        "default-theory",
         ["availability.kind=markov", "availability.mean_on_s=0.5", "availability.mean_off_s=0.5",
          "round.deadline_s=null"],
     )  # fmt: skip
@@ -120,7 +121,7 @@ def test_trace_availability_runs_per_client(tmp_path):
     rows = ["client,start_s,end_s"] + [f"{k},0,{0.002 + 0.0002 * k}" for k in range(0, 100, 2)]
     trace.write_text("\n".join(rows) + "\n")
     s = load_scenario(
-        "default", ["availability.kind=trace", f"availability.trace_file={trace}",
+        "default-theory", ["availability.kind=trace", f"availability.trace_file={trace}",
                     "availability.trace_period_s=1", "round.interval_s=1"],
     )  # fmt: skip
     simpy_rows, numpy_rows = both_engines(s, rounds=5)
@@ -131,7 +132,7 @@ def test_trace_availability_runs_per_client(tmp_path):
 
 def test_skipping_training_changes_no_time_or_energy():
     """The SimPy engine with and without training: the same rounds (system streams only)."""
-    s = load_scenario("default", ["training.rounds=3"])
+    s = load_scenario("default-theory", ["training.rounds=3"])
     trained = []
     Simulation(build_world(s, device="cpu")).run(3, trained.append)
     skipped = []
@@ -163,12 +164,12 @@ def test_world_needs_no_data(monkeypatch):
         raise AssertionError("the system world must not load or generate data")
 
     monkeypatch.setattr(federated, "build_federated_data", refuse)
-    for name in ("default", "mnist-dirichlet"):
+    for name in ("default-theory", "mnist-dirichlet"):
         world = build_system_world(load_scenario(name, ["training.local_epochs=2"]))
         assert world.client_steps.min() >= 1
 
 
-@pytest.mark.parametrize("name", ["default", "mnist-dirichlet"])
+@pytest.mark.parametrize("name", ["default-theory", "mnist-dirichlet"])
 def test_shapes_sizes_and_model_match_the_loaded_data(name):
     s = load_scenario(name, ["population.size=20"])
     data = federated.build_federated_data(s.dataset, 20, s.seed)
@@ -207,7 +208,7 @@ def test_no_train_run_folder_holds_the_engine_rounds(tmp_path):
     from fedjoule.report.results import read_rounds
     from fedjoule.simulator.system_run import run_system
 
-    s = load_scenario("default", ["training.rounds=5"])
+    s = load_scenario("default-theory", ["training.rounds=5"])
     out, summary = run_system(s, tmp_path / "run")
     rows = []
     SystemEngine(build_system_world(s)).run(5, rows.append)

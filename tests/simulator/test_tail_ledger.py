@@ -23,7 +23,7 @@ COMPUTE_S = 20.0
 def one_client(radio: str, policy: str, seconds_per_sample: float = 1.0) -> Scenario:
     """One client, two rounds 40 s apart, COMPUTE_S of computation: its download's tail
     runs out while it computes, its upload's tail runs out before the next round."""
-    data = load_scenario("default").model_dump(mode="json")
+    data = load_scenario("default-theory").model_dump(mode="json")
     data["population"]["size"] = 1
     data["population"]["device_classes"] = [
         {

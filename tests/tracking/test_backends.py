@@ -33,12 +33,14 @@ pytest.importorskip("wandb")
 @pytest.fixture(scope="module")
 def tracked(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tracked") / "run"
-    fedjoule.run("default", out, overrides=TINY, device="cpu", track="csv,tensorboard,mlflow,wandb")
+    fedjoule.run(
+        "default-theory", out, overrides=TINY, device="cpu", track="csv,tensorboard,mlflow,wandb"
+    )
     return out
 
 
 def test_results_equal_an_untracked_run(tracked, tmp_path):
-    plain = fedjoule.run("default", tmp_path / "plain", overrides=TINY, device="cpu")
+    plain = fedjoule.run("default-theory", tmp_path / "plain", overrides=TINY, device="cpu")
     ours, theirs = rounds(tracked), rounds(plain.folder)
     for row in [*ours, *theirs]:
         del row["wall_time_s"]
@@ -114,7 +116,7 @@ def test_tensorboard(tracked):
 
 def test_mlflow(tracked):
     client = mlflow_client(tracked / "tracking" / "mlruns")
-    experiment = client.get_experiment_by_name("default")
+    experiment = client.get_experiment_by_name("default-theory")
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.run_name == "run" and run.info.status == "FINISHED"
     expected = {k: "null" if v is None else str(v) for k, v in scenario_params(tracked).items()}
@@ -135,7 +137,7 @@ def test_mlflow(tracked):
 def test_wandb(tracked):
     (folder,) = (tracked / "tracking" / "wandb").glob("offline-run-*")
     run = offline_run(folder)
-    assert run["run"].display_name == "run" and run["run"].project == "default"
+    assert run["run"].display_name == "run" and run["run"].project == "default-theory"
     config = {k: v for k, v in run["config"].items() if not k.startswith("_wandb")}
     assert config == scenario_params(tracked)
     history = run["history"]

@@ -28,7 +28,9 @@ def test_a_missing_library_names_the_extra(command, tmp_path, monkeypatch, capsy
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if mlflow were not installed
     out = tmp_path / "out"
     extra = {"sweep": ["--grid", "seed=0,1"], "plan": ["--k", "1,2"]}.get(command, [])
-    code = invoke([command, "default", "--out", str(out), "--track", "csv,mlflow", *SETS, *extra])
+    code = invoke(
+        [command, "default-theory", "--out", str(out), "--track", "csv,mlflow", *SETS, *extra]
+    )
     assert code == 2
     message = capsys.readouterr().err
     assert "--track" in message and "pip install 'fedjoule[mlflow]'" in message

@@ -18,7 +18,7 @@ pytest.importorskip("tensorboard")
 
 CASE = Case(
     "tracked",
-    "default",
+    "default-theory",
     ("training.rounds=15", 'tracking.backends=["csv","mlflow","tensorboard"]'),
 )
 

@@ -18,7 +18,13 @@ pytest.importorskip("mlflow")
 def sweep(out: Path, track: list[str]) -> Path:
     overrides = {**TINY, "training.rounds": 2}
     fedjoule.sweep(
-        "default", {"seed": [0, 1]}, out, overrides=overrides, workers=1, device="cpu", track=track
+        "default-theory",
+        {"seed": [0, 1]},
+        out,
+        overrides=overrides,
+        workers=1,
+        device="cpu",
+        track=track,
     )
     return out
 
@@ -75,7 +81,7 @@ def test_a_plans_learning_runs_nest_under_the_plan(tmp_path):
     overrides = {**TINY, "training.target_value": 0.5, "training.rounds": 2}
     del overrides["training.local_steps"]  # (the plan's axis)
     fedjoule.plan(
-        "default",
+        "default-theory",
         tmp_path / "pl",
         k=[1, 2],
         snr_db=[10],

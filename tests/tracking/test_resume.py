@@ -26,7 +26,7 @@ def test_resumed_run_logs_every_round_once(tmp_path):
 
     sets = [f"{k}={v}" for k, v in TINY.items()]
     backends = 'tracking.backends=["csv","mlflow","tensorboard","wandb"]'
-    scenario = load_scenario("default", [*sets, backends])
+    scenario = load_scenario("default-theory", [*sets, backends])
     out = tmp_path / "run"
     run_scenario(scenario, out, device="cpu", stop_after=2)
     note = json.loads((out / "tracking.json").read_text())
@@ -44,7 +44,7 @@ def test_resumed_run_logs_every_round_once(tmp_path):
 
     columns = numeric(rounds(out))
     assert sorted(columns["round"].values()) == [0, 1, 2]
-    (experiment,) = [e for e in client.search_experiments() if e.name == "default"]
+    (experiment,) = [e for e in client.search_experiments() if e.name == "default-theory"]
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.run_id == run_id and run.info.status == "FINISHED"
     for column, by_round in columns.items():

@@ -14,7 +14,7 @@ def tracked_lines(text: str) -> list[str]:
 
 def test_a_run_and_a_sweep_print_where_they_were_tracked(tmp_path, capsys):
     out = tmp_path / "run"
-    assert invoke(["run", "default", "--out", str(out), "--track", "csv,mlflow", *SETS]) == 0
+    assert invoke(["run", "default-theory", "--out", str(out), "--track", "csv,mlflow", *SETS]) == 0
     state = json.loads((out / "tracking.json").read_text())["trackers"]
     assert tracked_lines(capsys.readouterr().out) == [
         f"tracked: csv: {state['csv']['dir']}",
@@ -23,9 +23,12 @@ def test_a_run_and_a_sweep_print_where_they_were_tracked(tmp_path, capsys):
     ]
     sweep = tmp_path / "sweep"
     grid = ["--grid", "seed=0,1", "--workers", "1"]
-    assert invoke(["sweep", "default", "--out", str(sweep), "--track", "csv", *SETS, *grid]) == 0
+    assert (
+        invoke(["sweep", "default-theory", "--out", str(sweep), "--track", "csv", *SETS, *grid])
+        == 0
+    )
     parent = json.loads((sweep / "tracking.json").read_text())["trackers"]["csv"]["dir"]
     assert tracked_lines(capsys.readouterr().out) == [f"tracked: csv: {parent}"]
     # an untracked run says nothing of tracking
-    assert invoke(["run", "default", "--out", str(tmp_path / "plain"), *SETS]) == 0
+    assert invoke(["run", "default-theory", "--out", str(tmp_path / "plain"), *SETS]) == 0
     assert tracked_lines(capsys.readouterr().out) == []
