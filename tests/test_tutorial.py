@@ -49,7 +49,7 @@ SMALLER = (
     ("--seeds 3 --pareto-to-target", "--seeds 2 --pareto-to-target"),
     ("--k 1,5,20,40,100", "--k 1,5"),
     ("--max-rounds 40", "--max-rounds 6"),
-    ("--energy-budget-j 1 --seeds 3", "--energy-budget-j 1 --seeds 2 --rounds 20"),
+    ("--energy-budget-j 20 --seeds 3", "--energy-budget-j 20 --seeds 2 --rounds 20"),
     ("seeds=3,", "seeds=2,"),
 )
 ALGORITHMS = ("fedavg", "fedprox:mu=0.1", "scaffold")  # sweep.csv's `algorithm`: as given

@@ -464,6 +464,7 @@ class SystemEngine:
         (round.interval_s), charged to this row; after the last round, by
         energy.end_of_run_tail (charge, separate or drop)."""
         scenario, radio = self.world.scenario, self.radio
+        gap_j = None  # every client's tails charged to this row up to the next round's start
         if row["round"] + 1 >= scenario.training.rounds:  # engine.Simulation.finished
             tails = radio.settle(math.inf) if radio.any else np.zeros(len(self.battery_j))
             self.end_of_run_tail_energy_j = float(tails.sum())
@@ -476,7 +477,11 @@ class SystemEngine:
             next_start_s = max(
                 (row["round"] + 1) * scenario.round.interval_s, row["sim_time_end_s"]
             )
-            row["energy_radio_tail_j"] += float(self.charge_tails(radio.settle(next_start_s)).sum())
+            gap_j = self.charge_tails(radio.settle(next_start_s))
+            row["energy_radio_tail_j"] += float(gap_j.sum())
+        clients = self.last_clients
+        if gap_j is not None and clients is not None and clients.spent_j is not None:
+            clients.spent_j = clients.spent_j + gap_j  # each client's energy in the row, whole
         with_total(row)
 
     def _check_radio_battery(self, r: int, clients: ClientsOfRound) -> None:

@@ -233,7 +233,7 @@ def test_a_hostile_file_is_one_error_line_from_validate_and_run(case, tmp_path, 
     options = [a for s in [*ONE_ROUND, *sets] for a in ("--set", s)]
     out = tmp_path / "run"
     for command in (["validate"], ["run", "--out", str(out), "-q", "--device", "cpu"]):
-        assert invoke([command[0], "default", *options, *command[1:]]) == 2, command
+        assert invoke([command[0], "default-theory", *options, *command[1:]]) == 2, command
         err = capsys.readouterr().err
         assert err.count("error:") == 1 and "internal error" not in err, err
         assert expected in " ".join(err.split()), err
