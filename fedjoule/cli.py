@@ -288,8 +288,9 @@ def run(
         int | None,
         typer.Option(
             min=1,
-            help="CPU threads for torch (default: all cores). Use 1 when several runs share "
-            "the machine: competing threads can slow small models tenfold.",
+            help="CPU threads for torch (default: one when a local step of the round's "
+            "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep, "
+            "OMP_WAIT_POLICY=PASSIVE). Results are bit-identical for the same count.",
         ),
     ] = None,
     state_memory_mb: Annotated[
@@ -370,6 +371,7 @@ def run(
     from fedjoule.scenarios.loading import load_scenario
     from fedjoule.simulator.run import run_scenario
     from fedjoule.simulator.world import pick_device
+    from fedjoule.threads import run_threads
 
     # everything is checked before anything is created
     if executor not in EXECUTORS:
@@ -391,6 +393,8 @@ def run(
 
     def on_start(world, first_round: int) -> None:
         nonlocal task, finished
+        if not threads:
+            torch.set_num_threads(run_threads(world))
         name = world.scenario.name
         console.print(
             Text.assemble(

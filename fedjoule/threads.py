@@ -1,0 +1,38 @@
+"""Torch's CPU threads for a run: how waiting threads wait, and how many a run's work uses.
+
+torch's CPU builds run their intra-op threads (and MKL's) on GNU OpenMP (libgomp). A
+libgomp thread that has finished its share busy-waits for 300,000 spins before it
+sleeps (libgomp manual, GOMP_SPINCOUNT, when OMP_WAIT_POLICY is unset): on cores shared
+with other processes the spinning takes the time slices the working threads need, which
+made `fedjoule run default` 5-14x slower than `--threads 1` on a busy 2-core machine
+(benchmarks/RESULTS.md, "Threads"). With OMP_WAIT_POLICY=PASSIVE waiting threads sleep
+at once (libgomp and LLVM's libomp both honour it). A step too small to split gains
+nothing from a second thread, so such runs take one.
+"""
+
+import os
+
+# forward FLOPs of one local step of a round's clients (batch x clients x FLOPs per
+# sample) below which a run keeps to one thread: `fedjoule run default` does 3e4 a step,
+# the MNIST MLP of benchmarks/threads.py 2e8, a ResNet-18 step of 2 clients x 16 images 4e10
+SPLIT_FLOPS = 1e7
+
+
+def wait_passively() -> None:
+    """Idle OpenMP threads sleep instead of spinning, unless OMP_WAIT_POLICY is set
+    already. The runtime reads it when it loads, so this runs before torch is imported."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def step_flops(world) -> float:
+    """Forward FLOPs of one local step of all clients of a round (the batched unit of work)."""
+    training = world.scenario.training
+    return world.forward_flops * training.batch_size * training.clients_per_round
+
+
+def run_threads(world) -> int:
+    """Threads for a run with no thread count given: one when a step is too small to split
+    (SPLIT_FLOPS), else torch's default (the cores, or OMP_NUM_THREADS)."""
+    import torch
+
+    return 1 if step_flops(world) < SPLIT_FLOPS else torch.get_num_threads()
