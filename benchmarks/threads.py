@@ -4,6 +4,8 @@ Whole `fedjoule run` commands (start-up included), alternated within each pair i
 rotating order so that the machine's drift falls on every variant alike:
 - default: this checkout, no `--threads` (the thread count fedjoule chooses);
 - threads1: this checkout, `--threads 1`;
+- GOMP_SPINCOUNT=N (with `--spin N`): the default with libgomp spinning N times before
+  it sleeps;
 - old (with `--old DIR`): the default of another checkout of fedjoule (DIR holds its
   `fedjoule` package), e.g. the code before the change: `git archive BASE fedjoule | tar
   -x -C /tmp/old`.
@@ -37,21 +39,23 @@ from pathlib import Path
 
 from record import save_results  # benchmarks/record.py
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORKLOADS = {
     "small": ["default", "--set", "training.rounds=30"],
     "w": [str(HERE / "scenarios" / "mnist-mlp-w.yaml")],
     "resnet": [str(HERE / "scenarios" / "resnet18-round.yaml")],
 }
-OUT = Path("runs/benchmark-threads")
+OUT = Path("runs/benchmark-threads").absolute()
 
 
 def command(workload: str, variant: str, out: Path, old: Path | None) -> tuple[list, dict]:
     """The command line and environment of one variant."""
-    env = dict(os.environ, PYTHONPATH=str(old if variant == "old" else REPO))
+    env = dict(os.environ, PYTHONPATH=str((old if variant == "old" else REPO).absolute()))
     args = [sys.executable, "-m", "fedjoule.cli", "run", *WORKLOADS[workload]]
     args += ["--quiet", "--device", "cpu", "--out", str(out)]
+    if variant.startswith("GOMP_SPINCOUNT="):  # (--spin) libgomp's busy-wait, in spins
+        env["GOMP_SPINCOUNT"] = variant.split("=")[1]
     if variant == "threads1":
         args += ["--threads", "1"]
     return args, env
@@ -61,7 +65,9 @@ def timed(args: list, env: dict) -> tuple[float, float]:
     """Wall and CPU (user + sys, the child's) seconds of one command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tic = time.perf_counter()
-    subprocess.run(args, env=env, check=True, capture_output=True)
+    # run from the output folder: `python -m` puts the working folder first on sys.path,
+    # where this checkout's fedjoule/ would hide the one PYTHONPATH names
+    subprocess.run(args, env=env, check=True, capture_output=True, cwd=OUT)
     wall = time.perf_counter() - tic
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -103,8 +109,11 @@ def main() -> None:
     parser.add_argument("--workloads", default="small,w,resnet")
     parser.add_argument("--old", type=Path, help="a checkout of the old code (its fedjoule/)")
     parser.add_argument("--label", default=None, help="results/threads-<label>.json")
+    parser.add_argument("--spin", type=int, help="also the default with GOMP_SPINCOUNT=N")
     options = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
     variants = ["default", "threads1"] + (["old"] if options.old else [])
+    variants += [f"GOMP_SPINCOUNT={options.spin}"] if options.spin is not None else []
     burners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(options.busy)
     ]

@@ -3,9 +3,9 @@
 torch's CPU builds run their intra-op threads (and MKL's) on GNU OpenMP (libgomp). A
 libgomp thread that has finished its share busy-waits for 300,000 spins before it
 sleeps (libgomp manual, GOMP_SPINCOUNT, when OMP_WAIT_POLICY is unset): on cores shared
-with other processes the spinning takes the time slices the working threads need, which
-made `fedjoule run default` 5-14x slower than `--threads 1` on a busy 2-core machine
-(benchmarks/RESULTS.md, "Threads"). With OMP_WAIT_POLICY=PASSIVE waiting threads sleep
+with other processes the spinning takes the time slices the working threads need: on a
+busy 2-core machine the MNIST MLP of benchmarks/threads.py took 161 s against 20 s with
+`--threads 1`, burning 6x the CPU seconds (benchmarks/RESULTS.md, "Threads"). With OMP_WAIT_POLICY=PASSIVE waiting threads sleep
 at once (libgomp and LLVM's libomp both honour it). A step too small to split gains
 nothing from a second thread, so such runs take one.
 """
