@@ -289,8 +289,8 @@ def run(
         typer.Option(
             min=1,
             help="CPU threads for torch (default: one when a local step of the round's "
-            "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep, "
-            "OMP_WAIT_POLICY=PASSIVE). Results are bit-identical for the same count.",
+            "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep "
+            "after 300 spins, GOMP_SPINCOUNT). Results are bit-identical for the same count.",
         ),
     ] = None,
     state_memory_mb: Annotated[
