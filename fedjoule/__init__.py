@@ -10,7 +10,11 @@ The Python API (docs/api.md), imported on first use so that `import fedjoule` st
 
 from typing import TYPE_CHECKING
 
+from fedjoule.threads import wait_passively
+
 __version__ = "0.1.0"
+
+wait_passively()  # before torch loads its OpenMP runtime (fedjoule/threads.py)
 
 # name -> the module that defines it
 _EXPORTS = {

@@ -648,7 +648,8 @@ def run(
     propagates, with the round already saved (the folder resumes like an interrupted run).
     data_dir: dataset folder (default $FEDJOULE_DATA_DIR, else a user cache). device:
     auto (CUDA if present), cpu or cuda. executor: vectorised, vmap, compiled or sequential.
-    threads: torch CPU threads during the run (default: as set). state_memory_mb: client
+    threads: torch CPU threads during the run (default: one for a small step, as
+    `fedjoule run` chooses, else as set). state_memory_mb: client
     state kept in memory; beyond it rows spill to client_state.bin (None: never).
     quiet: None (default) shows a progress bar and the messages in a Jupyter notebook
     (rich's notebook support) or on stderr when it is a terminal, nothing when stderr is
@@ -669,6 +670,7 @@ def run(
     from fedjoule.scenarios.plausibility import plausibility_warnings
     from fedjoule.simulator.run import run_scenario
     from fedjoule.simulator.world import pick_device
+    from fedjoule.threads import run_threads
 
     # everything is checked before anything is created (as `fedjoule run` does)
     _check_scenario(scenario, optional=True)
@@ -707,6 +709,8 @@ def run(
     def on_start(world, first_round: int) -> None:
         nonlocal total
         total = world.scenario.training.rounds
+        if not threads:
+            torch.set_num_threads(run_threads(world))
         name = world.scenario.name
         say(
             f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "

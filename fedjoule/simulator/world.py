@@ -64,6 +64,7 @@ class World:
     downlink_bits: float
     compressor: Compressor | None = None  # None: the uploads go as they are
     vector_work: float = 0.0  # the algorithm's vector FLOPs per step, in steps (work.py)
+    forward_flops: float = 0.0  # forward FLOPs of one sample (models/flops.py)
 
     @property
     def n_params(self) -> int:
@@ -348,4 +349,5 @@ def build_world(
         downlink_bits=downlink_bits,
         compressor=Compressor.build(scenario, w0.to(torch_device)),
         vector_work=vector_work(type(algorithm), model.n_params, flops, training.batch_size),
+        forward_flops=flops,
     )

@@ -1,0 +1,48 @@
+"""Torch's CPU threads for a run: how waiting threads wait, and how many a run's work uses.
+
+torch's CPU builds run their intra-op threads (and MKL's) on GNU OpenMP (libgomp). A
+libgomp thread that has finished its share busy-waits for 300,000 spins before it
+sleeps (libgomp manual, GOMP_SPINCOUNT, when OMP_WAIT_POLICY is unset): on cores shared
+with other processes the spinning takes the time slices the working threads need: on a
+busy 2-core machine the MNIST MLP of benchmarks/threads.py took 161 s against 20 s with
+`--threads 1`, burning 6x the CPU seconds (benchmarks/RESULTS.md, "Threads"). Waiting
+threads now spin 300 times, then sleep (GOMP_SPINCOUNT; OMP_WAIT_POLICY=PASSIVE for
+LLVM's and Intel's runtimes). A step too small to split gains nothing from a second
+thread, so such runs take one.
+"""
+
+import os
+
+# forward FLOPs of one local step of a round's clients (batch x clients x FLOPs per
+# sample) below which a run keeps to one thread: `fedjoule run default` does 3e4 a step,
+# the MNIST MLP of benchmarks/threads.py 2e8, a ResNet-18 step of 2 clients x 16 images 4e10
+SPLIT_FLOPS = 1e7
+
+
+# libgomp's spins before a waiting thread sleeps: 300 bridge the shortest gaps between
+# parallel regions on idle cores (0: 19 % slower than 300,000 on an idle machine, 300: 8 %)
+# without burning busy ones (1000: 14 % slower than one thread there, 300: 7 %; RESULTS.md)
+SPINS = "300"
+
+
+def wait_passively() -> None:
+    """Waiting OpenMP threads sleep after a short spin, unless OMP_WAIT_POLICY or
+    GOMP_SPINCOUNT is set already. The runtime reads them when it loads, so this runs
+    before torch is imported."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # LLVM's and Intel's runtimes: no spin
+        os.environ["GOMP_SPINCOUNT"] = SPINS  # GNU libgomp, torch's: spin SPINS times
+
+
+def step_flops(world) -> float:
+    """Forward FLOPs of one local step of all clients of a round (the batched unit of work)."""
+    training = world.scenario.training
+    return world.forward_flops * training.batch_size * training.clients_per_round
+
+
+def run_threads(world) -> int:
+    """Threads for a run with no thread count given: one when a step is too small to split
+    (SPLIT_FLOPS), else torch's default (the cores, or OMP_NUM_THREADS)."""
+    import torch
+
+    return 1 if step_flops(world) < SPLIT_FLOPS else torch.get_num_threads()
