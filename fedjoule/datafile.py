@@ -90,12 +90,17 @@ def read_data_file(path, field: str, kind: str) -> bytes:
 def read_data_text(path, field: str, kind: str, errors: str = "strict") -> str:
     """A data file's text, decoded as UTF-8 (a leading BOM dropped; `errors` as in
     bytes.decode); FedjouleError naming the line of the first byte that is not UTF-8."""
-    data = read_data_file(path, field, kind)
+    return utf8_text(read_data_file(path, field, kind), shown(path, field), errors)
+
+
+def utf8_text(data: bytes, label: str, errors: str = "strict", hint: str = "") -> str:
+    """`data` decoded as UTF-8 (a leading BOM dropped); else a FedjouleError naming `label`
+    and the line of the first byte that is not UTF-8, then `hint` when given."""
     try:
         return data.decode("utf-8-sig", errors)
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FedjouleError(
-            f"{shown(path, field)}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line "
-            f"{line})"
+            f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})"
+            + (f"; {hint}" if hint else "")
         ) from None

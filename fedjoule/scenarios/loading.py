@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from fedjoule.datafile import utf8_text
 from fedjoule.errors import FedjouleError, did_you_mean
 from fedjoule.plugins import relative_to, scenario_trust
 from fedjoule.scenarios.schema import Invalid, Scenario
@@ -83,14 +84,7 @@ def _source_text(source: str | Path) -> tuple[str, str]:
                 f"{label}: larger than {MAX_FILE_BYTES // 1024} KiB, which no scenario is (the "
                 "built-in ones are about 2 KB); is it the right file?"
             )
-        try:
-            return data.decode("utf-8-sig"), label
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise FedjouleError(
-                f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); a "
-                "scenario is a YAML text file"
-            ) from None
+        return utf8_text(data, label, hint="a scenario is a YAML text file"), label
     if name in builtin_names():
         return builtin_text(name), f"built-in scenario '{name}'"
     raise FedjouleError(
