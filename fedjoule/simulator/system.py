@@ -28,7 +28,7 @@ from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.errors import FedjouleError
 from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.engine import (
+from fedjoule.simulator.round_rules import (
     END_OF_RUN_TAIL,
     LEDGER_FIELDS,
     arrivals_kept,

@@ -1,0 +1,124 @@
+"""The rules of a round that both engines share (docs/round.md): who is selected (uniform,
+weighted or Bernoulli participation), how many arrivals the server waits for, the round's
+learning rate, and a rounds.csv row's energy total and per-cell counts."""
+
+import math
+
+import numpy as np
+
+from fedjoule import rng
+from fedjoule.report.results import ENERGY_FIELDS
+from fedjoule.simulator.client import ClientRecord
+from fedjoule.simulator.transfers import overcommit_count
+
+PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
+# Bernoulli participation redraws while nobody takes part (FedDyn/FedDC code), at most
+# this many times and this many random numbers in all; past that it samples the same law
+# (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
+BERNOULLI_REDRAWS = 10_000
+BERNOULLI_DRAWS = 10_000_000
+END_OF_RUN_TAIL = "energy_end_of_run_tail_j"  # energy.end_of_run_tail = separate's own kind
+LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS, END_OF_RUN_TAIL)
+SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
+
+
+def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
+    """Per-cell selected and arrived counts, ';'-joined (one number per cell)."""
+    selected, arrived = np.zeros(n_cells, dtype=int), np.zeros(n_cells, dtype=int)
+    for rec in records:
+        selected[rec.cell] += 1
+        arrived[rec.cell] += rec.outcome == "arrived"
+    return {
+        "selected_per_cell": ";".join(map(str, selected)),
+        "arrived_per_cell": ";".join(map(str, arrived)),
+    }
+
+
+def select_clients(
+    candidates: np.ndarray, scenario, r: int, weights: np.ndarray | None = None, key=()
+) -> np.ndarray:
+    """Step 2 of a round (both engines): ceil(overcommit m) clients among the candidates,
+    uniformly or in proportion to `weights` over all N clients (DRFA's lambda; 0 excludes,
+    as TACO's expelled); or, with bernoulli participation, each with probability p.
+    `key`: more stream keys (an edge server's cell)."""
+    training = scenario.training
+    gen = rng.stream(scenario.seed, "selection", r, *key)
+    if weights is not None:
+        weights = weights[candidates]
+        candidates, weights = candidates[weights > 0], weights[weights > 0]
+    if len(candidates) == 0:
+        return candidates
+    if training.participation == "bernoulli":
+        return bernoulli_participants(candidates, training.participation_prob, gen)
+    m = selection_size(training.clients_per_round, scenario.round.overcommit, len(candidates))
+    p = None if weights is None else weights / weights.sum()
+    return np.sort(gen.choice(candidates, m, replace=False, p=p))
+
+
+def selection_size(clients_per_round: int, overcommit: float, n_candidates: int) -> int:
+    """min(ceil(f m), candidates), also for an infinite or huge over-commit factor f."""
+    if not overcommit * clients_per_round < n_candidates:  # inf, nan or at least all
+        return n_candidates
+    return min(overcommit_count(clients_per_round, overcommit), n_candidates)
+
+
+def bernoulli_participants(
+    candidates: np.ndarray, p: float, gen: np.random.Generator
+) -> np.ndarray:
+    """Each candidate takes part with probability p, redrawn while nobody does (the
+    FedDyn/FedDC code). The redraws are bounded: after BERNOULLI_REDRAWS draws (fewer for
+    large candidate sets: BERNOULLI_DRAWS random numbers in all) the same law, the draw
+    conditioned on somebody taking part, is sampled directly: the first participant from a
+    geometric law truncated to the candidates, the ones after it independently with p.
+    The bound is far beyond what usual settings reach (p = 0.01 over 10 candidates
+    needs more than 10,000 redraws with probability e^-1000), so their draws are unchanged."""
+    n = len(candidates)
+    for _ in range(max(1, min(BERNOULLI_REDRAWS, BERNOULLI_DRAWS // n))):
+        chosen = candidates[gen.random(n) < p]
+        if len(chosen):
+            return chosen
+    # P(first = j | somebody) = (1-p)^j p / (1 - (1-p)^n): inverse CDF, in logs for tiny p
+    log_q = math.log1p(-p) if p < 1 else -math.inf
+    if log_q == -math.inf:
+        first = 0
+    elif log_q == 0:  # p below float resolution: the limit law, uniform
+        first = int(gen.integers(n))
+    else:
+        u = gen.random()
+        first = math.floor(math.log1p(u * math.expm1(n * log_q)) / log_q)
+        first = min(max(first, 0), n - 1)
+    rest = first + 1 + np.flatnonzero(gen.random(n - first - 1) < p)
+    return candidates[np.concatenate([[first], rest]).astype(int)]
+
+
+def round_lr(training, r: int) -> float:
+    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
+    training with it diverges, which the round reports)."""
+    try:
+        return training.lr * training.lr_decay**r
+    except OverflowError:
+        return math.inf
+
+
+def arrivals_kept(scenario, n_selected: int) -> int:
+    """The arrivals the server waits for (step 4): clients_per_round with fixed
+    participation, so over-committed clients beyond them are stopped and discarded;
+    every drawn client with bernoulli participation, unless round.overcommit > 1 asks for
+    over-commit (then the first clients_per_round arrivals are kept)."""
+    training = scenario.training
+    if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
+        return n_selected
+    return training.clients_per_round
+
+
+def with_total(row: dict) -> dict:
+    """The row's energy_total_j: the sum of its energy kinds (ENERGY_FIELDS)."""
+    row["energy_total_j"] = (
+        row["energy_compute_j"]
+        + row["energy_tx_j"]
+        + row["energy_rx_j"]
+        + row["energy_radio_promotion_j"]
+        + row["energy_radio_tail_j"]
+        + row["energy_idle_j"]
+    )
+    return row
