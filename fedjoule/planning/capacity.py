@@ -240,7 +240,7 @@ def add_kinds(kinds_j: dict, row: dict) -> None:
 def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float):
     """evaluate's figures from the SimPy engine without training, for a protocol: per
     server version its duration, per client update its time from dispatch to arrival
-    and its energy (simulator/protocols.py)."""
+    and its energy (simulator/protocols/)."""
     from fedjoule.simulator.system_simpy import SimpySystemSimulation
 
     sim = SimpySystemSimulation(dataclasses.replace(world, scenario=scenario))

@@ -408,6 +408,15 @@ class RoundKernel:
             if on_round(self.finish_round(row, time.perf_counter() - tic)) is False:
                 break
 
+    def add_ledger_columns(self, names) -> None:
+        """Per-client counts a protocol adds to the ledger (clients.csv columns), from 0."""
+        for name in names:
+            self.ledger.setdefault(name, np.zeros(self.world.population.size))
+
+    def count(self, name: str, client: int, amount: float = 1) -> None:
+        """Add `amount` to client's count `name` in the ledger (add_ledger_columns)."""
+        self.ledger[name][client] += amount
+
     def reset_system(self) -> None:
         """The system state at time 0 (ledger, batteries, radios, progress): a protocol's
         replay of its timeline on resume (protocols/asynchronous_server.py)."""

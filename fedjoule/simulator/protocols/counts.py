@@ -22,18 +22,16 @@ class UpdateCounts:
 
 def add_ledger(sim) -> None:
     """The per-client counts the protocols add to the ledger (clients.csv's columns)."""
-    n = sim.world.population.size
-    for name in LEDGER:
-        sim.ledger.setdefault(name, np.zeros(n))
+    sim.add_ledger_columns(LEDGER)
 
 
 def count_updates(sim, records: list[ClientRecord], staleness: dict) -> None:
     """stale_updates (arrived with staleness > 0) and dropped_updates per client."""
     for rec in records:
         if rec.outcome == "arrived":
-            sim.ledger["stale_updates"][rec.client] += staleness.get(id(rec), 0) > 0
+            sim.count("stale_updates", rec.client, staleness.get(id(rec), 0) > 0)
         else:
-            sim.ledger["dropped_updates"][rec.client] += 1
+            sim.count("dropped_updates", rec.client)
 
 
 def stale_columns(updates: int, staleness: list) -> dict:
