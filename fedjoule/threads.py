@@ -8,7 +8,9 @@ busy 2-core machine the MNIST MLP of benchmarks/threads.py took 161 s against 20
 `--threads 1`, burning 6x the CPU seconds (benchmarks/RESULTS.md, "Threads"). Waiting
 threads now spin 300 times, then sleep (GOMP_SPINCOUNT; OMP_WAIT_POLICY=PASSIVE for
 LLVM's and Intel's runtimes). A step too small to split gains nothing from a second
-thread, so such runs take one.
+thread, so such runs take one. A larger run's threads train a dense model's clients in
+groups, one thread each, meeting once a round (algorithms/executor.py,
+VectorisedExecutor.split_across_threads); other models split each operation.
 """
 
 import os

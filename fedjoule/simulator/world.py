@@ -191,6 +191,7 @@ def make_executor(
         buffered=buffered,
         eval_loss=model.eval_loss,
         draws=draws,
+        split=isinstance(fast, DenseGradient),  # no nn.Module (functional_call swaps its tensors)
     )
     if not per_client and kind != "compiled":
         check_vmap(executor, model, data, device, batch_size)
