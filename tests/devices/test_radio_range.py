@@ -3,6 +3,7 @@ radio is charged at the range's top power and counted in summary.json's warnings
 same in both engines; inside its range its power follows the measurements it was fitted on.
 """
 
+import json
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from fedjoule.report.results import read_rounds
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.scenarios.schema import RadioSection
 from fedjoule.simulator.client import ClientRecord
+from fedjoule.simulator.run import run_scenario
 from fedjoule.simulator.system_run import run_system
 
 # The SIGCOMM'21 artifact (Narayanan et al., SIGCOMM 2021, github.com/SIGCOMM21-5G/artifact,
@@ -172,6 +174,15 @@ def test_a_run_inside_the_range_has_no_range_warning(tmp_path):
     s = scenario(snr_db=10.0, up_hz=1e6, down_hz=20e6)  # 0.87 and 69 Mbit/s
     _, summary = run_system(s, tmp_path, engine="numpy", clients_csv=False)
     assert not [w for w in summary["warnings"] if w.startswith("radio range")]
+
+
+def test_a_training_run_stopped_and_resumed_warns_the_same(tmp_path):
+    """The SimPy engine with training: the count of the rounds before the stop is in the
+    checkpoint, so the resumed run's summary.json says all 12 transfers each way."""
+    run_scenario(scenario(), tmp_path, device="cpu", stop_after=1)
+    _, summary = run_scenario(None, tmp_path, device="cpu", resume=True)
+    assert summary["warnings"] == WARNINGS
+    assert json.loads((tmp_path / "summary.json").read_text())["warnings"] == WARNINGS
 
 
 def test_the_count_survives_a_checkpoint():
