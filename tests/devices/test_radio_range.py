@@ -192,3 +192,33 @@ def test_the_count_survives_a_checkpoint():
     again = RangeTally(["a"], [p])
     again.load_state_dict(tally.state_dict())
     assert again.counts == {(0, "uplink"): [3, 12e6]} and again.warnings() == tally.warnings()
+
+
+def test_both_engines_charge_and_count_each_attempt_the_same():
+    """urban-macro on FDMA with a fresh fade per transmission and retransmissions, its
+    phones' range lowered to 2 Mbit/s up and 60 down so that attempts fall on both sides:
+    the numpy engine saturates and counts attempt by attempt as the SimPy engine does."""
+    from fedjoule.simulator.system import SystemEngine
+    from fedjoule.simulator.system_simpy import SimpySystemSimulation
+    from fedjoule.simulator.system_world import build_system_world
+    from tests.simulator.test_system_engine import assert_rows_equal
+
+    s = load_scenario("urban-macro", [
+        "availability.kind=bernoulli", "channel.access=fdma", "round.overcommit=1",
+        "population.device_classes=[{profile: phone-lte-midrange, share: 1.0, "
+        "radio: {uplink_max_mbps: 2.0, downlink_max_mbps: 60.0}}]",
+    ])  # fmt: skip
+    simpy_rows, numpy_rows = [], []
+    simpy = SimpySystemSimulation(build_system_world(s))
+    simpy.run(10, simpy_rows.append)
+    vector = SystemEngine(build_system_world(s))
+    vector.run(10, numpy_rows.append)
+    assert_rows_equal(simpy_rows, numpy_rows)
+    a, b = simpy.radios.ranges.counts, vector.radio.ranges.counts
+    assert a.keys() == b.keys() == {(0, "uplink"), (0, "downlink")}
+    for key in a:
+        assert a[key][0] == b[key][0] and b[key][1] == pytest.approx(a[key][1], rel=1e-9)
+    attempts = sum(r["uplink_attempts"] for r in numpy_rows)
+    assert 0 < a[(0, "uplink")][0] < attempts  # attempts on both sides of the range
+    assert attempts > sum(r["selected"] for r in numpy_rows)  # retransmissions
+    assert simpy.radios.ranges.warnings() == vector.radio.ranges.warnings()
