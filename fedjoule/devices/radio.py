@@ -55,11 +55,12 @@ model / parameter: default (source; checked or not)
 - lte / tail_s: 11.576 s (Huang et al. 2012, Table 3, T_tail; from the issue ("about
   11.6 s"), unverified: the paper's table could not be read. ARO's own timers add up to
   10.12 s: inactivity 0.1 + short DRX 0.02 + long DRX 10)
-- lte / uplink_max_mbps, downlink_max_mbps: 5, 20 Mbit/s (the throughputs Huang et al.
-  2012 fitted alpha_u and alpha_d on, their Fig. 9, local Verizon LTE experiments on an
-  HTC ThunderBolt; unverified: the figure could not be read here, the abstract's 4GTest
-  medians, 6 Mbit/s up and 13 Mbit/s down over 3000 users, were). wifi and nbiot have no
-  throughput slope, so no range: their power is the same at any rate
+- lte / uplink_max_mbps, downlink_max_mbps: 5, 20 Mbit/s (the throughputs of the local
+  power-throughput measurements Huang et al. 2012 fitted alpha_u and alpha_d on, on a
+  2011 LTE phone on Verizon's network; unverified: that part of the paper could not be
+  read here, only its abstract, whose median LTE throughputs over 3000 4GTest users are
+  6 Mbit/s up and 13 Mbit/s down). wifi and nbiot have no throughput slope, so no range:
+  their power is the same at any rate
 - lte / idle_power_w: 0.01995 W (ARO's RRC_IDLE paging, P_IDLE_PING 0.594 W for
   T_IDLE_PING 0.043 s every T_IDLE_PING_PERIOD 1.28 s, P_IDLE 0 between; checked in ARO,
   the average is ours)
@@ -117,7 +118,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
         "tail_s": 11.576,  # Huang et al. T_tail, from the issue, unverified
         "tail_power_w": 1.06,  # ARO P_TAIL (Huang et al.: 1060.0 mW)
         "idle_power_w": _LTE_IDLE_W,  # ARO idle paging, averaged
-        "uplink_max_mbps": 5.0,  # Huang et al. 2012, Fig. 9's uplink range (unverified)
+        "uplink_max_mbps": 5.0,  # Huang et al. 2012's measured uplink range (unverified)
         "downlink_max_mbps": 20.0,  # idem, downlink
     },
     "wifi": {
@@ -164,11 +165,11 @@ DEFAULT_SOURCES: dict[str, dict[str, str]] = {
         "tail_power_w": f"{_ARO} P_TAIL (checked in ARO; {_HUANG}: 1060.0 mW)",
         "idle_power_w": f"{_ARO} RRC_IDLE paging, 0.594 W for 0.043 s every 1.28 s, "
         "averaged (checked in ARO)",
-        "uplink_max_mbps": f"the uplink throughputs alpha_u was fitted on, {_HUANG}, Fig. 9 "
-        "(unverified: the figure could not be read; the abstract's median LTE uplink over "
-        "3000 4GTest users is 6 Mbit/s); above it the power saturates",
-        "downlink_max_mbps": f"the downlink throughputs alpha_d was fitted on, {_HUANG}, "
-        "Fig. 9 (unverified: the figure could not be read; the abstract's median LTE "
+        "uplink_max_mbps": f"the uplink throughputs alpha_u was fitted on, {_HUANG} "
+        "(unverified: that part of the paper could not be read; its abstract's median LTE "
+        "uplink over 3000 4GTest users is 6 Mbit/s); above it the power saturates",
+        "downlink_max_mbps": f"the downlink throughputs alpha_d was fitted on, {_HUANG} "
+        "(unverified: that part of the paper could not be read; its abstract's median LTE "
         "downlink is 13 Mbit/s); above it the power saturates",
     },
     "wifi": {
