@@ -25,7 +25,6 @@ from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.round_rules import PROBE_LOSS_BITS
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
-from fedjoule.simulator.transfers import play_clients
 
 
 @dataclass
@@ -119,9 +118,7 @@ class ReplaySimulation(SimpySystemSimulation):
         """engine.Simulation.probe's transfers for the recorded probe set."""
         self._eligible(env.now, r, probed, "probe")
         clients = np.asarray(probed, dtype=int)
-        records = yield from play_clients(
-            env, self, r, env.now, clients, len(clients), self.probe_costs
-        )
+        records = yield from self.probe_transfer(env, r, clients)
         self._arrived(r, records)
         return records
 

@@ -51,7 +51,6 @@ from fedjoule.simulator.round_rules import (  # noqa: F401 - engine's names, kep
     selection_size,
     with_total,
 )
-from fedjoule.simulator.transfers import play_clients
 from fedjoule.simulator.world import World
 
 
@@ -221,9 +220,7 @@ class Simulation(RoundKernel):
         clients = np.sort(gen.choice(online, m, replace=False)) if m else online
         if m == 0:
             return []
-        records = yield from play_clients(
-            env, self, r, env.now, clients, len(clients), self.probe_costs
-        )
+        records = yield from self.probe_transfer(env, r, clients)
         arrived = np.array([rec.outcome == "arrived" for rec in records])
         ids = clients[arrived]
         if len(ids):

@@ -168,6 +168,14 @@ class RoundKernel:
         )  # fmt: skip
         return records
 
+    def probe_transfer(self, env: simpy.Environment, r: int, clients: np.ndarray):
+        """5 for the algorithm's loss probe: the probe model down, one forward pass, the
+        loss up (probe_costs), every client awaited; returns their records (process body)."""
+        records = yield from play_clients(
+            env, self, r, env.now, clients, len(clients), self.probe_costs
+        )
+        return records
+
     def keep(self, trained, records: list[ClientRecord] | None) -> None:
         """After 5: the clients' own state of what they trained (none here)."""
 
