@@ -45,14 +45,19 @@ def test_both_engines_charge_promotion_and_tail_in_closed_form(profile, interval
     s = one_profile(profile, f"round.interval_s={'null' if interval_s is None else interval_s}")
     simpy_rows, numpy_rows = both_engines(s, rounds=4)
     assert_rows_equal(simpy_rows, numpy_rows, [*COLUMNS, *STATES])
-    e_pro = promotion_energy_j(resolve(RadioSection(model=MODEL[profile]), 0.2, 0.1))
+    p = resolve(RadioSection(model=MODEL[profile]), 0.2, 0.1)
+    e_pro, e_tail = promotion_energy_j(p), p.tail_s * p.tail_power_w
     for rows in (simpy_rows, numpy_rows):
         promoted = [r["energy_radio_promotion_j"] / e_pro for r in rows]
         if interval_s is None:
             assert promoted == pytest.approx([6, 0, 0, 0], abs=1e-9)
-        else:
+            assert all(r["energy_radio_tail_j"] > 0 for r in rows)
+        else:  # the download's tail cut by the upload, then the upload's whole tail
             assert promoted == pytest.approx([6, 6, 6, 6], rel=1e-9)
-        assert all(r["energy_radio_tail_j"] > 0 for r in rows)
+            for r in rows:  # (the last round's whole tails: the end-of-run tail)
+                tails = r["energy_radio_tail_j"] + r.get("energy_end_of_run_tail_j", 0.0)
+                closed = p.tail_power_w * r["compute_time_s"] + 6 * e_tail
+                assert tails == pytest.approx(closed, rel=1e-9)
 
 
 def sums_agree(folders):
