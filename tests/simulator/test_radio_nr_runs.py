@@ -77,6 +77,11 @@ def sums_agree(folders):
             assert by_clients == pytest.approx(summary[kind], rel=1e-9, abs=1e-12), kind
         for c in clients:
             promoted[c["device_class"]] += float(c["energy_radio_promotion_j"])
+        if (folder / "events.jsonl").exists():  # = events.jsonl, for the radio states
+            events = [json.loads(line) for line in open(folder / "events.jsonl")]
+            for kind, names in (("promotion", {"promotion"}), ("tail", {"tail", "queue"})):
+                spent = sum(e["energy_j"] for e in events if e["kind"] in names)
+                assert spent == pytest.approx(summary[f"energy_radio_{kind}_j"], rel=1e-9)
     assert all(j > 0 for j in promoted.values()), promoted  # every new profile took part
 
 
@@ -86,7 +91,7 @@ MIXED = "population.device_classes=[" + ", ".join(
 ) + "]"  # fmt: skip
 SLOW = MIXED.replace("}", ", reference_seconds_per_sample: 2.0e5}")
 PROTOCOLS = {
-    "sync": [],
+    "sync": ["output.events=true"],
     "async": ["protocol.kind=async", "training.rounds=8"],
     "buffered": ["protocol.kind=buffered", "protocol.buffer_size=3"],
     "hierarchical": ["protocol.kind=hierarchical", "topology.layout=hexagonal", "topology.cells=3"],
@@ -101,6 +106,7 @@ def test_every_new_profile_trains_through_every_protocol(protocol, tmp_path):
     times before an NSA client's 1.44 s promotion ends."""
     s = load_scenario("default", [*SMALL, SLOW, "round.interval_s=null", *PROTOCOLS[protocol]])
     run_scenario(s, tmp_path / protocol, device="cpu")
+    assert (tmp_path / protocol / "events.jsonl").exists() == (protocol == "sync")
     sums_agree([tmp_path / protocol])
 
 
