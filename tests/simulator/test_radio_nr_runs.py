@@ -9,6 +9,7 @@ import json
 import pytest
 
 from fedjoule.devices.radio import promotion_energy_j, resolve
+from fedjoule.report.results import read_rounds
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.scenarios.schema import RadioSection
 from fedjoule.simulator.run import run_scenario
@@ -115,3 +116,27 @@ def test_every_new_profile_runs_without_training_on_both_engines(engine, tmp_pat
     s = load_scenario("default", [*SMALL, MIXED])
     run_system(s, tmp_path / engine, engine=engine)
     sums_agree([tmp_path / engine])
+
+
+@pytest.mark.parametrize("profile", NEW)
+def test_a_traced_constant_rate_upload_costs_the_documented_power(profile, tmp_path):
+    """The issue's measurement: an uplink trace at a constant 40 Mbit/s; each round's
+    energy_tx_j / uplink_airtime_s is slope x 40 + base, its airtime bits / rate, and with
+    rounds a minute apart each of its 6 participations adds one promotion and one whole
+    tail (and the download's tail, cut by the upload)."""
+    trace = tmp_path / "constant.csv"
+    trace.write_text("rate_mbps\n" + "40\n" * 5)
+    up = f"{{file: {trace}, column: rate_mbps, unit: Mbit/s, per_client_offset: zero}}"
+    s = one_profile(profile, "round.interval_s=60", f"channel.trace={{uplink: {up}}}")
+    run_system(s, tmp_path / "run")
+    p = resolve(RadioSection(model=MODEL[profile]), 0.2, 0.1)
+    rows = read_rounds(tmp_path / "run" / "rounds.csv", missing=0.0)
+    assert len(rows) == 4
+    for r in rows:
+        assert r["uplink_airtime_s"] == pytest.approx(r["uplink_bits"] / 40e6, rel=1e-9)
+        power_w = r["energy_tx_j"] / r["uplink_airtime_s"]
+        assert power_w == pytest.approx(p.uplink_w_per_mbps * 40 + p.uplink_base_power_w)
+        assert r["energy_radio_promotion_j"] == pytest.approx(6 * promotion_energy_j(p))
+        tails = r["energy_radio_tail_j"] + r["energy_end_of_run_tail_j"]
+        closed = p.tail_power_w * r["compute_time_s"] + 6 * p.tail_s * p.tail_power_w
+        assert tails == pytest.approx(closed, rel=1e-9)
