@@ -197,7 +197,8 @@ def default_source(model: str, name: str) -> str:
     if name in DEFAULT_SOURCES.get(model, {}):
         return f"the {model} radio model's default: {DEFAULT_SOURCES[model][name]}"
     if name == "uplink_base_power_w" and model in MEASURED and name not in DEFAULTS[model]:
-        return f"the {model} radio model: = base_power_w (one base power both ways, {_HUANG})"
+        basis = "as the lte model" if model in NR else _HUANG
+        return f"the {model} radio model: = base_power_w (one base power both ways, {basis})"
     return f"0: the {model} radio model has none"
 
 
