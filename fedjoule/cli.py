@@ -454,7 +454,7 @@ def run(
 
 def print_energy_per_participation(out_dir: Path) -> None:
     """One line: each device class's energy per participation (clients.csv, the right
-    panel of energy_by_class.png), e.g. `phone-5g 12.5 J`."""
+    panel of energy_by_class.png), e.g. `phone-lte-midrange 12.6 J`."""
     from fedjoule.report.plots import energy_by_class
 
     classes = energy_by_class(out_dir / "clients.csv")

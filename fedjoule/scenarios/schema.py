@@ -574,12 +574,16 @@ class RadioSection(Section):
     (null) takes the model's measured default (fedjoule/devices/radio.py and
     docs/models.md#measured-radio-models, with sources)."""
 
-    model: Literal["radiated", "linear", "lte", "wifi", "nbiot"] = Field(
-        "radiated",
-        description="radiated: transmit energy = radiated power x airtime, receive at "
-        "rx_power_w (the wireless-FL theory papers' model); linear: P_tx / pa_efficiency + "
-        "circuit_power_w; lte, wifi, nbiot: measured power = per-Mbit/s slope x throughput + "
-        "base power, with promotion and tail states.",
+    model: Literal["radiated", "linear", "lte", "wifi", "nbiot", "nr-nsa", "nr-sa", "nr-mmwave"] = (
+        Field(
+            "radiated",
+            description="radiated: transmit energy = radiated power x airtime, receive at "
+            "rx_power_w (the wireless-FL theory papers' model); linear: P_tx / pa_efficiency "
+            "+ circuit_power_w; lte, wifi, nbiot: measured power = per-Mbit/s slope x "
+            "throughput + base power, with promotion and tail states; nr-nsa, nr-sa, "
+            "nr-mmwave: the same for 5G NR (NSA low-band, SA low-band, NSA mmWave; "
+            "Narayanan et al., SIGCOMM 2021), NSA promoting through its LTE anchor first.",
+        )
     )
     pa_efficiency: float | None = Field(
         None, gt=0, le=1, description="linear: power-amplifier drain efficiency eta."
@@ -588,23 +592,26 @@ class RadioSection(Section):
         None, description="linear: transmit circuit power beside the amplifier (W)."
     )
     uplink_w_per_mbps: OptionalPower = Field(
-        None, description="lte/wifi/nbiot: uplink power per Mbit/s of throughput (W)."
+        None, description="lte/wifi/nbiot/nr-*: uplink power per Mbit/s of throughput (W)."
     )
     downlink_w_per_mbps: OptionalPower = Field(
-        None, description="lte/wifi/nbiot: downlink power per Mbit/s of throughput (W)."
+        None, description="lte/wifi/nbiot/nr-*: downlink power per Mbit/s of throughput (W)."
     )
     base_power_w: OptionalPower = Field(
         None,
-        description="lte/wifi/nbiot: power while receiving (and, for lte and wifi, "
-        "transmitting) before the throughput term (W).",
+        description="lte/wifi/nbiot/nr-*: power while receiving (and, for lte, wifi, "
+        "nr-nsa and nr-sa, transmitting) before the throughput term (W).",
     )
     uplink_base_power_w: OptionalPower = Field(
         None,
-        description="lte/wifi/nbiot: power while transmitting before the throughput term "
-        "(W); null: base_power_w (lte, wifi) or the model's transmit power (nbiot).",
+        description="lte/wifi/nbiot/nr-*: power while transmitting before the throughput term "
+        "(W); null: base_power_w (lte, wifi, nr-nsa, nr-sa) or the model's own uplink base "
+        "power (nbiot, nr-mmwave).",
     )
     promotion_s: OptionalTime = Field(
-        None, description="Time to connect from idle before the first transfer (s)."
+        None,
+        description="Time to connect from idle before the first transfer (s; nr-nsa, "
+        "nr-mmwave: the NR leg, after the LTE anchor).",
     )
     promotion_power_w: OptionalPower = Field(None, description="Power while connecting (W).")
     tail_s: OptionalTime = Field(
@@ -621,7 +628,7 @@ class RadioSection(Section):
         None,
         gt=0,
         le=1e12,
-        description="lte/wifi/nbiot: the highest uplink throughput the slope was measured "
+        description="lte, nr-*: the highest uplink throughput the slope was measured "
         "at (Mbit/s); faster transfers are charged at this throughput's power and counted "
         "in summary.json's warnings (docs/models.md#measured-range). A value far above "
         "any rate (1e6) extends the slope without bound, as older papers did.",
@@ -630,8 +637,16 @@ class RadioSection(Section):
         None,
         gt=0,
         le=1e12,
-        description="lte/wifi/nbiot: the highest downlink throughput the slope was "
+        description="lte, nr-*: the highest downlink throughput the slope was "
         "measured at (Mbit/s), as uplink_max_mbps.",
+    )
+    anchor_promotion_s: OptionalTime = Field(
+        None,
+        description="nr-nsa, nr-mmwave: time to connect the LTE anchor from idle, before "
+        "the NR leg (promotion_s) (s).",
+    )
+    anchor_promotion_power_w: OptionalPower = Field(
+        None, description="nr-nsa, nr-mmwave: power while the LTE anchor connects (W)."
     )
 
 

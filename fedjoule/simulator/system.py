@@ -369,13 +369,14 @@ class SystemEngine:
         t_a, t_d, t_b, t_c, join_s = times
         tk = np.where(early, t_k, np.inf)
         tail_s, tail_w = radio.tail_s[sel], radio.tail_w[sel]
-        promotion_w, idle_w = radio.promotion_w[sel], radio.idle_w[sel]
+        idle_w = radio.idle_w[sel]
         old_end, old_settled = radio.tail_end_s[sel], radio.settled_s[sel]
         tail_end = t_b + tail_s
         # promotions: before the download (t_a .. t_d) and before the upload (t_c .. join)
-        out.energy_radio_promotion_j = promotion_w * (
-            np.clip(np.minimum(tk, t_d) - t_a, 0.0, None)
-            + np.clip(np.minimum(tk, join_s) - t_c, 0.0, None)
+        out.energy_radio_promotion_j = radio.promotion_energy_j(
+            sel,
+            np.clip(np.minimum(tk, t_d) - t_a, 0.0, None),
+            np.clip(np.minimum(tk, join_s) - t_c, 0.0, None),
         )
         # the earlier tail, up to its end or its cut at t_a (once the download started)
         downloading = tk >= t_d
