@@ -197,3 +197,53 @@ def test_capacity_recomputes_the_power_for_each_candidate():
     np.testing.assert_array_equal(got, build_system_world(candidate).population.tx_power_w)
     near = got < dbm_to_w(23.0)
     assert np.all(got[near] > world.population.tx_power_w[near])  # a wider band: more power
+
+
+def test_a_controlled_client_interferes_with_its_controlled_power():
+    """Two co-channel cells, one client each, both uploading from (almost) the same instant
+    (no fading or shadowing, equal compute, downloads of a few microseconds): the faster
+    upload's SINR is p_f g_f / (N0 B + p_s G_sf) and the slower one's mean mixes that with
+    its interference-free SNR after the faster one ends, both with the controlled powers."""
+    s = load_scenario(
+        "default-theory",
+        [
+            "population.device_classes=[{name: phone, share: 1.0, cpu_freq_min_hz: 2.0e9, "
+            "cpu_freq_max_hz: 2.0e9, radio: {power_control: fractional, alpha: 0.8}}]",
+            "population.size=2",
+            "training.clients_per_round=2",
+            "round.min_clients=1",
+            "availability.kind=always",
+            "round.deadline_s=null",
+            "dataset.synthetic.size_sigma=0",
+            "topology={layout: hexagonal, cells: 2, inter_site_distance_m: 300, "
+            "client_share_per_cell: [0.5, 0.5], reuse_factor: 1}",
+            "channel.interference=cochannel",
+            "channel.fading=none",
+            "channel.shadowing_sigma_db=0",
+            "channel.access=tdma",
+            "channel.uplink_bandwidth_hz=1.0e4",  # uploads of 0.2 s: starts 5 us apart
+            "channel.downlink_bandwidth_hz=1.0e12",
+        ],
+    )
+    world = build_system_world(s)
+    cell, p_w = world.cell, world.population.tx_power_w
+    assert sorted(cell.serving_cell) == [0, 1]
+    assert np.all(p_w < dbm_to_w(23.0))  # both controlled (the interferer too)
+    sim = SimpySystemSimulation(world)
+    sim.run(1, lambda row: None)
+    band_hz, n0 = s.channel.uplink_bandwidth_hz, cell.noise_psd_w_per_hz
+    own = p_w * cell.large_scale_gain
+    cross = p_w * cell.gains_all[[0, 1], cell.serving_cell[::-1]]  # at the other's station
+    sinr = own / (n0 * band_hz + cross[::-1])
+    rate = band_hz * np.log2(1 + sinr)
+    fast, slow = (0, 1) if rate[0] > rate[1] else (1, 0)
+    t_fast = world.uplink_bits / rate[fast]
+    alone = own[slow] / (n0 * band_hz)
+    t_alone = (world.uplink_bits - rate[slow] * t_fast) / (band_hz * np.log2(1 + alone))
+    mixed = (sinr[slow] * t_fast + alone * t_alone) / (t_fast + t_alone)
+    # (the downloads end 5 us apart, 2.5e-5 of the uploads' time: about 2e-4 dB)
+    assert sim.sinr_db[fast] == [pytest.approx(10 * math.log10(sinr[fast]), abs=1e-3)]
+    assert sim.sinr_db[slow] == [pytest.approx(10 * math.log10(mixed), abs=1e-3)]
+    # an interferer at p_max would have cost the faster client far more than that
+    at_p_max = own[fast] / (n0 * band_hz + cross[slow] * dbm_to_w(23.0) / p_w[slow])
+    assert 10 * math.log10(sinr[fast] / at_p_max) > 1.0
