@@ -56,23 +56,21 @@ def in_use(population_section) -> bool:
     return any(c.radio.power_control == "fractional" for c in population_section.device_classes)
 
 
-def tx_power_w(population_section, class_index, large_scale_gain, bandwidth_hz) -> np.ndarray:
-    """(N,) each client's uplink transmit power (W): its class's p_max, or under
-    fractional power control min(p_max, P0 + alpha PL + 10 log10(M)) with PL =
-    -10 log10(large_scale_gain) and M = bandwidth_hz / 180 kHz (both per client)."""
-    classes = population_section.device_classes
-    p_max_w = np.asarray([dbm_to_w(c.tx_power_dbm) for c in classes], dtype=float)
-    power_w = p_max_w[class_index]
+def tx_power_w(population_section, population, large_scale_gain, bandwidth_hz) -> np.ndarray:
+    """(N,) each client's uplink transmit power (W): the population's (its class's p_max),
+    or in a class under fractional power control min(p_max, P0 + alpha PL + 10 log10(M))
+    with PL = -10 log10(large_scale_gain) and M = bandwidth_hz / 180 kHz (per client)."""
+    power_w = population.tx_power_w.copy()
     path_loss_db = -linear_to_db(large_scale_gain)
     band_hz = np.broadcast_to(np.asarray(bandwidth_hz, dtype=float), power_w.shape)
-    for i, c in enumerate(classes):
+    for i, c in enumerate(population_section.device_classes):
         radio = c.radio
         if radio.power_control != "fractional":
             continue
-        rows = class_index == i
+        rows = population.class_index == i
         p0 = DEFAULT_P0_DBM if radio.p0_dbm is None else radio.p0_dbm
         alpha = DEFAULT_ALPHA if radio.alpha is None else radio.alpha
         open_loop_dbm = fractional_power_dbm(np.inf, path_loss_db[rows], band_hz[rows], p0, alpha)
         # the clip in watts keeps p_max itself (dbm_to_w(tx_power_dbm)) bit for bit
-        power_w[rows] = np.minimum(p_max_w[i], dbm_to_w(open_loop_dbm))
+        power_w[rows] = np.minimum(dbm_to_w(c.tx_power_dbm), dbm_to_w(open_loop_dbm))
     return power_w

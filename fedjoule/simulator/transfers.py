@@ -75,7 +75,7 @@ def with_power_control(scenario, population, cell):
         return population
     band_hz = typical_bandwidth_hz(scenario, population.size, cell.serving_cell)
     power_w = power_control.tx_power_w(
-        scenario.population, population.class_index, cell.large_scale_gain, band_hz
+        scenario.population, population, cell.large_scale_gain, band_hz
     )
     return replace(population, tx_power_w=power_w)
 
