@@ -569,6 +569,21 @@ OptionalPower = Annotated[float | None, Field(ge=0, le=1e6)]
 OptionalTime = Annotated[float | None, Field(ge=0, le=MAX_TIME_S)]
 
 
+def _power_control_fields(v) -> Iterator[tuple[str, str]]:
+    for name in ("p0_dbm", "alpha"):
+        if getattr(v, name) is not None and v.power_control != "fractional":
+            yield name, f"{name} is only used with power_control=fractional"
+    if v.power_control == "fractional" and v.model not in ("radiated", "linear"):
+        yield (
+            "power_control",
+            f"power_control=fractional needs a radio model whose power follows the radiated "
+            f"power (radiated or linear); the {v.model} model's power is a measured "
+            "function of the throughput, taken on devices whose network already ran its "
+            "power control, so a lower radiated power would not change it "
+            "(docs/models.md#uplink-power-control)",
+        )
+
+
 class RadioSection(Section):
     """How the device's radio turns time and bits into energy. Every parameter left out
     (null) takes the model's measured default (fedjoule/devices/radio.py and
@@ -648,6 +663,33 @@ class RadioSection(Section):
     anchor_promotion_power_w: OptionalPower = Field(
         None, description="nr-nsa, nr-mmwave: power while the LTE anchor connects (W)."
     )
+    power_control: Literal["none", "fractional"] = Field(
+        "none",
+        description="Uplink transmit power (docs/models.md#uplink-power-control). none: "
+        "tx_power_dbm always. fractional: 3GPP open-loop power control (TS 36.213 "
+        "5.1.1.1, TS 38.213 7.1.1), P = min(tx_power_dbm, p0_dbm + alpha PL + 10 "
+        "log10(M)) with PL the client's path loss and shadowing to its base station and M "
+        "= b / 180 kHz the resource blocks of its typical band b (clients.csv tx_power_w); "
+        "radio models radiated and linear only, and it needs geometry (channel.snr_db "
+        "unset) and model rates (no channel.trace.uplink, no population.capacity_trace).",
+    )
+    p0_dbm: float | None = Field(
+        None,
+        ge=-126,
+        le=24,
+        description="fractional: target received power per 180 kHz resource block P0 "
+        "(dBm, -126 to 24 as TS 36.331's p0-NominalPUSCH); null: -80 (the ns-3 LTE "
+        "module's default).",
+    )
+    alpha: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="fractional: path-loss compensation factor alpha (0 to 1; 3GPP signals "
+        "0, 0.4, 0.5, ..., 1); null: 1 (full compensation, the ns-3 LTE module's default).",
+    )
+
+    cross_checks = (_power_control_fields,)
 
 
 class DeviceClass(Section):
@@ -1745,6 +1787,33 @@ def _interference(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _power_control_channel(v) -> Iterator[tuple[str, str]]:
+    names = [c.name for c in v.population.device_classes if c.radio.power_control == "fractional"]
+    if not names:
+        return
+    who = f"radio.power_control=fractional (device class {', '.join(map(repr, names))})"
+    channel = v.channel
+    if channel.snr_db is not None:
+        yield (
+            "channel.snr_db",
+            f"{who} needs geometry (each client's path loss sets its power); unset "
+            f"channel.snr_db (got {channel.snr_db:g})",
+        )
+    if channel.trace is not None and channel.trace.uplink is not None:
+        yield (
+            "channel.trace.uplink",
+            f"{who} needs the channel model's uplink rates (a traced rate is measured, so "
+            "a lower power would save energy at no cost in rate); remove channel.trace.uplink",
+        )
+    if v.population.capacity_trace is not None:
+        yield (
+            "population.capacity_trace",
+            f"{who} needs the channel model's uplink rates (the capacity trace sets every "
+            "link's rate, so a lower power would save energy at no cost in rate); remove "
+            "population.capacity_trace",
+        )
+
+
 def _compression_options(v) -> Iterator[tuple[str, str]]:
     needs = {"qsgd": "levels", "topk": "fraction"}
     for name in ("levels", "fraction"):
@@ -1871,4 +1940,5 @@ class Scenario(Section):
         _protocol_algorithm,
         _protocol_round,
         _interference,
+        _power_control_channel,
     )
