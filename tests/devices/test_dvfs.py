@@ -75,7 +75,9 @@ def test_measured_kind_scales_time_by_fmax_over_f_and_swaps_the_cpu_share(freq_h
     np.testing.assert_allclose(energy_j, power_w * step_s, rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["phone-5g", "phone-lte-highend", "phone-lte-midrange"])
+@pytest.mark.parametrize(
+    "name", ["phone-5g", "phone-lte-highend", "phone-lte-midrange", "phone-lte-lowend"]
+)
 def test_no_table_an_unset_frequency_and_the_top_speed_charge_as_today(name):
     """Bit for bit: the profile's table unset (null), at no frequency, and at its top."""
     (today, pop_today) = costs({"profile": name, "dvfs": None})
