@@ -8,7 +8,9 @@ busy 2-core machine the MNIST MLP of benchmarks/threads.py took 161 s against 20
 `--threads 1`, burning 6x the CPU seconds (benchmarks/RESULTS.md, "Threads"). Waiting
 threads now spin 300 times, then sleep (GOMP_SPINCOUNT; OMP_WAIT_POLICY=PASSIVE for
 LLVM's and Intel's runtimes). A step too small to split gains nothing from a second
-thread, so such runs take one.
+thread, so such runs take one. A larger run's threads train a dense model's clients in
+groups, one thread each, meeting once a round (algorithms/executor.py,
+VectorisedExecutor.split_across_threads); other models split each operation.
 """
 
 import os
@@ -40,9 +42,19 @@ def step_flops(world) -> float:
     return world.forward_flops * training.batch_size * training.clients_per_round
 
 
+# forward FLOPs of a step each thread beyond the second needs to pay for its meetings: on
+# 16 cores the MNIST MLP (2e8 a step) took 13 s on 16 threads, 4.3 s on 2 or 4 and 7 s
+# on 1 (benchmarks/RESULTS.md, "Threads", an H200 machine's CPU)
+FLOPS_PER_THREAD = 5e7
+
+
 def run_threads(world) -> int:
     """Threads for a run with no thread count given: one when a step is too small to split
-    (SPLIT_FLOPS), else torch's default (the cores, or OMP_NUM_THREADS)."""
+    (SPLIT_FLOPS), else one per FLOPS_PER_THREAD of a step, at least two, at most
+    torch's default (the cores, or OMP_NUM_THREADS)."""
     import torch
 
-    return 1 if step_flops(world) < SPLIT_FLOPS else torch.get_num_threads()
+    flops = step_flops(world)
+    if flops < SPLIT_FLOPS:
+        return 1
+    return min(torch.get_num_threads(), max(2, int(flops // FLOPS_PER_THREAD)))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import fedjoule
-from fedjoule.threads import SPLIT_FLOPS
+from fedjoule.threads import FLOPS_PER_THREAD, SPLIT_FLOPS
 
 from .test_api import SMALL, csv_rows, without_wall
 
@@ -49,6 +49,22 @@ def test_small_step_runs_on_one_thread_and_large_on_all(tmp_path, two_threads):
     assert 1e6 * 10 * 4 >= SPLIT_FLOPS and large == [2, 2]
     assert threads_seen(tmp_path, "given", threads=2)[0] == [2, 2]  # a count given is kept
     assert torch.get_num_threads() == 2  # restored after each run
+
+
+def test_a_large_step_takes_a_thread_per_quantum_of_work(tmp_path):
+    """Over SPLIT_FLOPS a run takes one thread per FLOPS_PER_THREAD of a step, at least
+    two, at most torch's count: 8 threads set, a 2e8-FLOP step (the MNIST MLP of
+    benchmarks/threads.py) takes 4, a 4e10-FLOP step all 8."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(8)
+    try:
+        # declared FLOPs a sample x batch 10 x 4 clients a round (SMALL)
+        mlp, _ = threads_seen(tmp_path, "mlp", overrides={"model.forward_flops_per_sample": 5e6})
+        big, _ = threads_seen(tmp_path, "big", overrides={"model.forward_flops_per_sample": 1e9})
+    finally:
+        torch.set_num_threads(before)
+    assert 5e6 * 10 * 4 // FLOPS_PER_THREAD == 4 and mlp == [4, 4]
+    assert big == [8, 8]
 
 
 @pytest.mark.parametrize(

@@ -115,8 +115,8 @@ def test_the_blocks_are_what_they_say():
     )
 
 
-# step 4's breakdown: "Note where the 918.94 J of the 30 rounds go (...): computation
-# 4.85 J, transmission 116.12 J, ..., radio tails 776.36 J; idle 0 J."
+# step 4's breakdown: "Note where the 872.15 J of the 30 rounds go (...): computation
+# 4.85 J, transmission 74.21 J, ..., radio tails 776.36 J; idle 0 J."
 BREAKDOWN = re.compile(
     r"Note where the ([\d.,]+) J of the \d+ rounds go \([^)]*\): ([^.]*(?:\.\d[^.]*)*)\."
 )

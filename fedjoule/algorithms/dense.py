@@ -11,6 +11,7 @@ buffers allocated once and reused. The result equals `vmap(grad(loss))` to float
 rounding (tests/algorithms/test_dense.py).
 """
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -33,8 +34,7 @@ class DenseGradient:
     def __init__(self, layers: list[DenseLayer], n_params: int):
         self.layers = layers
         self.n_params = n_params
-        self._buffers: dict = {}
-        self._flip = 0
+        self._own = threading.local()  # each thread's workspace (clients split across threads)
 
     @classmethod
     def build(cls, model: FlatModel) -> "DenseGradient | None":
@@ -68,13 +68,14 @@ class DenseGradient:
 
     def _workspace(self, m: int, batch: int, like: torch.Tensor) -> dict:
         key = (m, batch, like.dtype, like.device)
-        if key not in self._buffers:
-            self._buffers = {}  # one shape at a time: the last round's go
+        own = self._own
+        if getattr(own, "key", None) != key:  # one shape at a time: the last round's go
+            own.key, own.flip = key, 0
 
             def empty(*shape):
                 return torch.empty(shape, dtype=like.dtype, device=like.device)
 
-            self._buffers[key] = {
+            own.buffers = {
                 "z": [empty(m, batch, layer.n_out) for layer in self.layers],
                 "a": [empty(m, batch, layer.n_out) for layer in self.layers[:-1]],
                 "dz": [empty(m, batch, layer.n_out) for layer in self.layers],
@@ -85,14 +86,14 @@ class DenseGradient:
                 "out": [empty(m, self.n_params), empty(m, self.n_params)],
                 "rows": torch.arange(m * batch, device=like.device),
             }
-        return self._buffers[key]
+        return own.buffers
 
     def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(m, P) gradients of mean cross-entropy at `params` (m, P) on batches x (m, B, ...).
         The returned buffer is reused two calls later."""
         ws = self._workspace(*x.shape[:2], params)
-        self._flip ^= 1
-        out = ws["out"][self._flip]
+        self._own.flip ^= 1
+        out = ws["out"][self._own.flip]
 
         def keep(layer, weight, dw, db):
             out[:, layer.weight] = dw.view(len(out), -1)

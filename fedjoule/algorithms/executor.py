@@ -11,7 +11,9 @@ Random layers (dropout) draw each client's numbers from that client's own genera
 """
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 
 import numpy as np
@@ -173,8 +175,7 @@ class LoopGradient:
     def __init__(self, loss: LossFn, draws: ClientDraws | None = None):
         self.loss = loss
         self.draws = draws
-        self._out: list[torch.Tensor] = []
-        self._flip = 0
+        self._own = threading.local()  # each thread's buffers (clients split across threads)
 
     def grad(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.enable_grad():
@@ -183,10 +184,11 @@ class LoopGradient:
         return g
 
     def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if not self._out or self._out[0].shape != params.shape:
-            self._out = [torch.empty_like(params), torch.empty_like(params)]
-        self._flip ^= 1  # two buffers: two calls in one step (STEM) do not collide
-        out = self._out[self._flip]
+        own = self._own
+        if getattr(own, "out", None) is None or own.out[0].shape != params.shape:
+            own.out, own.flip = [torch.empty_like(params), torch.empty_like(params)], 0
+        own.flip ^= 1  # two buffers: two calls in one step (STEM) do not collide
+        out = own.out[own.flip]
         for i in range(len(params)):
             with own_draws(self.draws, i):
                 out[i] = self.grad(params[i], x[i], y[i])
@@ -250,7 +252,12 @@ class VectorisedExecutor:
     clients' (m, B) statistics are passed to `train` and updated in place.
     `eval_loss(w, x, y, buffers)`: the loss in evaluation mode, for the loss probe.
     `draws`: the generators of a model with random layers (ClientDraws), shared with the
-    gradient that draws from them; renewed for each round and chunk of clients."""
+    gradient that draws from them; renewed for each round and chunk of clients.
+    `split`: with torch set to T > 1 threads, the clients are split into T groups trained
+    at once, one thread each with one intra-op thread (split_across_threads), rather than
+    all clients together on T intra-op threads; only for a gradient that keeps no shared
+    state but per-thread buffers (dense.DenseGradient: torch.func.functional_call swaps
+    the parameters of the one nn.Module, so two threads cannot call it at once)."""
 
     def __init__(
         self,
@@ -264,11 +271,14 @@ class VectorisedExecutor:
         buffered: BufferedGradient | None = None,
         eval_loss: Callable | None = None,
         draws: ClientDraws | None = None,
+        split: bool = False,
     ):
         self.device = device
         self.x = x.to(device)
         self.y = y.to(device)
         self.draws = draws
+        self.split = split and draws is None and device.type == "cpu"
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
         self.batched_grad = fast_grad or vmap(grad(loss))
         self.buffered = buffered
         self.batched_loss = vmap(eval_loss or loss_as_eval(loss), in_dims=(None, 0, 0, None))
@@ -296,22 +306,52 @@ class VectorisedExecutor:
         gradient evaluations of every step go into `count` (work.py)."""
         m, _, batch = batch_idx.shape
         n_params = ctx.shared["start"].numel()
-        chunk = self.chunk_size(n_params, batch)
+        threads = min(torch.get_num_threads(), m) if self.split else 1
+        chunk = max(1, self.chunk_size(n_params, batch) // threads)  # threads x chunk in memory
+        chunk = min(chunk, -(-m // threads))
         count = GradientCount() if count is None else count
         setup = with_client_ids(setup, m)
         if m <= chunk:
             return self._train(algorithm, ctx, setup, batch_idx, buffers, count)
-        finals = []
+        parts = []
         for first in range(0, m, chunk):
             rows = slice(first, first + chunk)
-            own = ctx.rows(rows)
-            own_setup = setup.rows(rows)
             own_buffers = None if buffers is None else buffers[rows]  # a view: updated in place
-            own_idx = batch_idx[rows]
-            finals.append(self._train(algorithm, own, own_setup, own_idx, own_buffers, count))
+            parts.append((rows, ctx.rows(rows), setup.rows(rows), batch_idx[rows], own_buffers))
+        if threads > 1:
+            finals = self.split_across_threads(algorithm, parts, count, threads)
+        else:
+            finals = [self._train(algorithm, *part[1:], count) for part in parts]
+        for rows, own, *_ in parts:
             for name, value in own.local.items():  # the chunk's working state back
                 ctx.local[name][rows] = value
         return torch.cat(finals)
+
+    def split_across_threads(self, algorithm, parts, count: GradientCount, threads: int):
+        """Each part's (chunk of clients') training in a thread of its own with one intra-op
+        thread: the clients are independent during local training, so the threads meet once
+        a round rather than at every operation of every step. On busy cores torch's intra-op
+        threads wait at each operation for a descheduled partner; on idle ones each wake-up
+        costs more than a small operation gains (benchmarks/RESULTS.md, "Threads"). Each
+        client's numbers are those of one thread: `--threads 1` and T threads give the same."""
+        if self._pool is None or self._pool[0] != threads:
+            self._pool = (threads, ThreadPoolExecutor(threads, thread_name_prefix="fedjoule"))
+        before, grad_mode = torch.get_num_threads(), torch.is_grad_enabled()
+
+        def train_part(part):
+            torch.set_num_threads(1)  # this thread's intra-op threads (OpenMP, MKL)
+            own_count = GradientCount()
+            with torch.set_grad_enabled(grad_mode):  # grad mode is per thread
+                return self._train(algorithm, *part[1:], own_count), own_count
+
+        try:
+            results = list(self._pool[1].map(train_part, parts))
+        finally:
+            torch.set_num_threads(before)
+        for _, own_count in results:
+            for k, calls in enumerate(own_count.per_step):
+                count.record(k, calls)
+        return [final for final, _ in results]
 
     def _train(
         self,

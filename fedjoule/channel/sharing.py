@@ -35,6 +35,9 @@ class UplinkClients:
     power_gain_w: np.ndarray | None
     noise_psd_w_per_hz: float
     fixed_se_bps_per_hz: float | None = None  # channel.rate=fixed: every attempt at b r
+    # (n,) the top of each client's radio's measured range (bit/s; inf: none): an attempt
+    # faster on average is charged at this rate (devices/radio.charged_bits) and counted
+    max_bps: np.ndarray | None = None
 
     def rate_bps(self, clients: np.ndarray, attempts: np.ndarray, share_hz: float) -> np.ndarray:
         """Shannon rate b log2(1 + SNR(b)) of each client's current attempt on `share_hz`
@@ -58,13 +61,31 @@ class UplinkResult:
     attempts: np.ndarray
     end_s: np.ndarray
     outcome: np.ndarray  # object: "uploaded", "outage", or the cause that stopped it
+    charged_bits: np.ndarray  # the bits a measured radio's slope charges (max_bps)
+    over_range: np.ndarray  # attempts whose mean rate was above max_bps
+    top_rate_bps: np.ndarray  # the highest mean rate of those attempts (0: none)
 
 
 def _empty_result(n: int) -> UplinkResult:
     return UplinkResult(
         np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, np.inf),
-        np.full(n, "running", dtype=object),
+        np.full(n, "running", dtype=object), np.zeros(n), np.zeros(n, dtype=int), np.zeros(n),
     )  # fmt: skip
+
+
+def _attempt_ended(out: UplinkResult, c: UplinkClients, i: int, bits: float, airtime_s: float):
+    """An attempt of client i sent `bits` in `airtime_s`: its airtime, its energy at p,
+    its bits, and what the measured range makes of it (devices/radio.charged_bits)."""
+    out.airtime_s[i] += airtime_s
+    out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s  # E_tx = p * airtime
+    out.bits[i] += bits
+    top_bps = math.inf if c.max_bps is None else float(c.max_bps[i])
+    if math.isinf(top_bps) or bits <= top_bps * airtime_s:
+        out.charged_bits[i] += bits
+        return
+    out.charged_bits[i] += top_bps * airtime_s
+    out.over_range[i] += 1
+    out.top_rate_bps[i] = max(out.top_rate_bps[i], bits / airtime_s)
 
 
 def _battery_stops(c: UplinkClients, send_start_s: np.ndarray, spent_j: np.ndarray):
@@ -114,10 +135,7 @@ def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkRes
             if not done.any():  # round-off left the earliest finisher a few bits short
                 done[np.argmin(left_s)] = True
             for i in act[done]:
-                airtime_s = t - attempt_start[i]
-                out.airtime_s[i] += airtime_s
-                out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s  # E_tx = p * airtime
-                out.bits[i] += bits
+                _attempt_ended(out, c, i, bits, t - attempt_start[i])
                 if attempt[i] + 1 < c.n_attempts[i]:  # the retransmission starts at once
                     attempt[i] += 1
                     remaining[i] = bits
@@ -128,10 +146,7 @@ def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkRes
                     out.end_s[i] = t
                     out.outcome[i] = UPLOADED if c.succeeds[i] else "outage"
         for i in np.flatnonzero(active & (stop_s <= t)):
-            airtime_s = t - attempt_start[i]
-            out.airtime_s[i] += airtime_s
-            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
-            out.bits[i] += bits - remaining[i]
+            _attempt_ended(out, c, i, bits - remaining[i], t - attempt_start[i])
             active[i] = False
             out.end_s[i] = t
             out.outcome[i] = stop_cause[i]
@@ -204,9 +219,7 @@ def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: 
         if i in sending:
             start_s, rate, _ = sending.pop(i)
             airtime_s = now - start_s
-            out.airtime_s[i] += airtime_s
-            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
-            out.bits[i] += min(bits, rate * airtime_s)
+            _attempt_ended(out, c, i, min(bits, rate * airtime_s), airtime_s)
             token_of[i] += 1
             release(now)
         elif i in queue:
@@ -229,10 +242,8 @@ def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: 
         elif token == token_of[i]:  # finish of the current attempt
             start_s, _, _ = sending.pop(i)
             airtime_s = now - start_s
-            out.airtime_s[i] += airtime_s
-            out.energy_tx_j[i] += c.tx_power_w[i] * airtime_s
+            _attempt_ended(out, c, i, bits, airtime_s)
             spent_j[i] += c.tx_power_w[i] * airtime_s
-            out.bits[i] += bits
             token_of[i] += 1
             release(now)
             if out.attempts[i] < c.n_attempts[i]:  # queue again, behind those waiting

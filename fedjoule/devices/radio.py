@@ -27,6 +27,12 @@ Models (`population.device_classes[].radio.model`):
   Idle costs idle_power_w only while the device takes part in a round, between the end
   of its download and the start of its upload (energy_idle_j).
 
+  Measured range: each direction's slope was fitted on throughputs up to
+  uplink_max_mbps / downlink_max_mbps. Above it the power saturates at the range's top,
+  slope x max + base (the highest power the fit was measured at): a transfer of S bits
+  in t seconds costs slope x min(S, max x t) / 1e6 + base x t, and devices/radio_range.py
+  counts it for summary.json's warnings (docs/models.md#measured-range).
+
 Defaults (a scenario's null takes these). "checked": the value was read in the source,
 or in public code that carries the source's values; "unverified": the source could not
 be read here, the value is the issue's (#12) or an assumption, and says so.
@@ -49,6 +55,12 @@ model / parameter: default (source; checked or not)
 - lte / tail_s: 11.576 s (Huang et al. 2012, Table 3, T_tail; from the issue ("about
   11.6 s"), unverified: the paper's table could not be read. ARO's own timers add up to
   10.12 s: inactivity 0.1 + short DRX 0.02 + long DRX 10)
+- lte / uplink_max_mbps, downlink_max_mbps: 5, 20 Mbit/s (the throughputs of the local
+  power-throughput measurements Huang et al. 2012 fitted alpha_u and alpha_d on, on a
+  2011 LTE phone on Verizon's network; unverified: that part of the paper could not be
+  read here, only its abstract, whose median LTE throughputs over 3000 4GTest users are
+  6 Mbit/s up and 13 Mbit/s down). wifi and nbiot have no throughput slope, so no range:
+  their power is the same at any rate
 - lte / idle_power_w: 0.01995 W (ARO's RRC_IDLE paging, P_IDLE_PING 0.594 W for
   T_IDLE_PING 0.043 s every T_IDLE_PING_PERIOD 1.28 s, P_IDLE 0 between; checked in ARO,
   the average is ours)
@@ -106,6 +118,8 @@ DEFAULTS: dict[str, dict[str, float]] = {
         "tail_s": 11.576,  # Huang et al. T_tail, from the issue, unverified
         "tail_power_w": 1.06,  # ARO P_TAIL (Huang et al.: 1060.0 mW)
         "idle_power_w": _LTE_IDLE_W,  # ARO idle paging, averaged
+        "uplink_max_mbps": 5.0,  # Huang et al. 2012's measured uplink range (unverified)
+        "downlink_max_mbps": 20.0,  # idem, downlink
     },
     "wifi": {
         "base_power_w": 0.403,  # ARO POWER_WIFI_ACTIVE
@@ -151,6 +165,12 @@ DEFAULT_SOURCES: dict[str, dict[str, str]] = {
         "tail_power_w": f"{_ARO} P_TAIL (checked in ARO; {_HUANG}: 1060.0 mW)",
         "idle_power_w": f"{_ARO} RRC_IDLE paging, 0.594 W for 0.043 s every 1.28 s, "
         "averaged (checked in ARO)",
+        "uplink_max_mbps": f"the uplink throughputs alpha_u was fitted on, {_HUANG} "
+        "(unverified: that part of the paper could not be read; its abstract's median LTE "
+        "uplink over 3000 4GTest users is 6 Mbit/s); above it the power saturates",
+        "downlink_max_mbps": f"the downlink throughputs alpha_d was fitted on, {_HUANG} "
+        "(unverified: that part of the paper could not be read; its abstract's median LTE "
+        "downlink is 13 Mbit/s); above it the power saturates",
     },
     "wifi": {
         "base_power_w": f"{_ARO} POWER_WIFI_ACTIVE (checked in ARO)",
@@ -177,7 +197,10 @@ def parameters_used(model: str) -> tuple[str, ...]:
     if model == "linear":
         return ("pa_efficiency", "circuit_power_w")
     if model in MEASURED:
-        return tuple(n for n in PARAMETERS if n not in ("pa_efficiency", "circuit_power_w"))
+        unused = {"pa_efficiency", "circuit_power_w"}
+        if not DEFAULTS[model].get("uplink_w_per_mbps"):  # no slope: no range (wifi, nbiot)
+            unused |= {"uplink_max_mbps", "downlink_max_mbps"}
+        return tuple(n for n in PARAMETERS if n not in unused)
     return ()
 
 
@@ -187,6 +210,8 @@ def default_source(model: str, name: str) -> str:
         return f"the {model} radio model's default: {DEFAULT_SOURCES[model][name]}"
     if name == "uplink_base_power_w" and model in ("lte", "wifi"):
         return f"the {model} radio model: = base_power_w (one base power both ways, {_HUANG})"
+    if name in ("uplink_max_mbps", "downlink_max_mbps"):
+        return f"inf: the {model} radio model has no throughput slope, no range to leave"
     return f"0: the {model} radio model has none"
 
 
@@ -208,6 +233,9 @@ class RadioParams:
     tail_s: float = 0.0
     tail_power_w: float = 0.0
     idle_power_w: float = 0.0
+    # the measured range: the highest throughput each slope was fitted on (inf: none)
+    uplink_max_mbps: float = math.inf
+    downlink_max_mbps: float = math.inf
 
 
 PARAMETERS = tuple(
@@ -270,15 +298,25 @@ def transmit_power_w(p: RadioParams, rate_bps: float, radiated_w: float | None =
         return radiated_w  # E_tx = p * airtime (the wireless-FL papers' model)
     if p.model == "linear":
         return radiated_w / p.pa_efficiency + p.circuit_power_w  # P = p / eta + P_c
-    # Huang et al. 2012: P_up = alpha_u * T_up (Mbit/s) + beta
+    # Huang et al. 2012: P_up = alpha_u * T_up (Mbit/s) + beta, T_up saturated at the range
+    rate_bps = min(rate_bps, p.uplink_max_mbps * BITS_PER_MBIT)
     return p.uplink_w_per_mbps * rate_bps / BITS_PER_MBIT + p.uplink_base_power_w
 
 
 def receive_power_w(p: RadioParams, rate_bps: float) -> float:
     """Power drawn while receiving at `rate_bps`."""
     if p.model in MEASURED:  # Huang et al. 2012: P_down = alpha_d * T_down (Mbit/s) + beta
+        rate_bps = min(rate_bps, p.downlink_max_mbps * BITS_PER_MBIT)
         return p.downlink_w_per_mbps * rate_bps / BITS_PER_MBIT + p.base_power_w
     return p.rx_power_w
+
+
+def charged_bits(bits: float, airtime_s: float, max_mbps: float) -> float:
+    """The bits a measured radio's slope charges: all of them, or, sent faster than the
+    range's top `max_mbps`, max x airtime (the power saturates there)."""
+    if math.isinf(max_mbps):
+        return bits
+    return min(bits, max_mbps * BITS_PER_MBIT * airtime_s)
 
 
 # ---------------------------------------------------------------------- energies (J)
@@ -286,8 +324,10 @@ def transmit_energy_j(
     p: RadioParams, bits: float, airtime_s: float, radiated_w: float | None = None
 ) -> float:
     """Energy of sending `bits` in `airtime_s` (every rate profile: the power is affine in
-    the rate, so its integral is slope x bits + base x time)."""
+    the rate, so its integral is slope x bits + base x time; a transfer whose mean rate
+    bits / airtime is above the measured range is charged at the range's top power)."""
     if p.model in MEASURED:
+        bits = charged_bits(bits, airtime_s, p.uplink_max_mbps)
         return p.uplink_w_per_mbps * bits / BITS_PER_MBIT + p.uplink_base_power_w * airtime_s
     return transmit_power_w(p, 0.0, radiated_w) * airtime_s
 
@@ -295,6 +335,7 @@ def transmit_energy_j(
 def receive_energy_j(p: RadioParams, bits: float, airtime_s: float) -> float:
     """Energy of receiving `bits` in `airtime_s`."""
     if p.model in MEASURED:
+        bits = charged_bits(bits, airtime_s, p.downlink_max_mbps)
         return p.downlink_w_per_mbps * bits / BITS_PER_MBIT + p.base_power_w * airtime_s
     return p.rx_power_w * airtime_s
 

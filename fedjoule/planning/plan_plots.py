@@ -92,7 +92,6 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
     E_total_j_ci95) whiskers for the 95 % CI of the mean (on a log axis the lower whisker
     stops above 0). Log axes where the K grid (one decade) or the energies (one decade)
     span decades."""
-    cells = list(cells)
     mine = {
         cell: sorted(
             (r for r in table if (r["snr_db"], r["bandwidth_hz"]) == tuple(cell)),
@@ -101,99 +100,13 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
         for cell in map(tuple, cells)
     }
     ks = sorted({r["K"] for rows in mine.values() for r in rows} or {r["K"] for r in table})
-    energies = [r["E_total_j"] for rows in mine.values() for r in rows if r["reached"]]
     short = [cell for cell, rows in mine.items() if any(not r["reached"] for r in rows)]
     band = NOT_REACHED_ROW * (len(short) + 1) if short else 0.0
     fig, ax = plt.subplots(figsize=(8.2, 4.4))
     figures.grid_ticks(ax, ks, "x")
-    log_y = False
-    if energies:
-        log = log_y = figures.log_axis_if_spans(ax, energies, "y", decades=1)
-        reach = [r for rows in mine.values() for r in rows if r["reached"]]
-        hi = max(r["E_total_j"] + (r.get("E_total_j_ci95") or 0.0) for r in reach)
-        lo = (
-            min(energies)
-            if log
-            else min(max(r["E_total_j"] - (r.get("E_total_j_ci95") or 0.0), 0.0) for r in reach)
-        )
-        if log:  # the data in the lower (1 - band - margin) of the axes
-            span = math.log10(hi / lo) or 1.0
-            top = 10 ** (math.log10(hi) + span * (band + 0.05) / (0.95 - band))
-            bottom = lo / 10 ** (0.05 * span)
-            band_low = 10 ** (math.log10(top) - band * (math.log10(top / bottom)))
-        else:
-            span = (hi - lo) or abs(hi) or 1.0
-            bottom, top = lo - 0.05 * span, hi + span * (band + 0.05) / (0.95 - band)
-            band_low = top - band * (top - bottom)
-        ax.set_ylim(bottom, top)
-        if log:  # labelled ticks at round values, at least 3 of them (1, 2, 5 x 10^k)
-            figures.log_value_ticks(ax, bottom, band_low, "y")
-        ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= band_low])  # none in the band
-        ax.yaxis.set_minor_locator(plt.NullLocator())
-    else:
-        ax.set_yticks([])
-        note = "no K reaches the target in these cells"
-        ax.text(0.5, 0.45, note, transform=ax.transAxes, ha="center", color="dimgrey")
-    top_band = blended_transform_factory(ax.transData, ax.transAxes)
-    handles = []
-    for cell, rows in mine.items():
-        label = f"{cell[0]:g} dB, {_hz(cell[1])}"
-        y = [r["E_total_j"] if r["reached"] else math.nan for r in rows]
-        (line,) = ax.plot([r["K"] for r in rows], y, "o-", label=label)
-        handles.append(line)
-        ci = [(r["K"], r["E_total_j"], r.get("E_total_j_ci95")) for r in rows if r["reached"]]
-        if any(c is not None for _, _, c in ci):  # --seeds: whiskers, the 95 % CI of the mean
-            ax.errorbar(
-                [k for k, _, _ in ci],
-                [e for _, e, _ in ci],
-                yerr=[  # the lower whisker stops at 0 J (above it on a log axis)
-                    [min(c or 0.0, e * 0.999 if log_y else e) for _, e, c in ci],
-                    [c or 0.0 for _, _, c in ci],
-                ],
-                fmt="none",
-                capsize=3,
-                color=line.get_color(),
-            )
-        for r in rows:
-            if r["is_best"]:
-                ax.plot(r["K"], r["E_total_j"], "o", ms=13, mfc="none", color=line.get_color())
-        missed = [r["K"] for r in rows if not r["reached"]]
-        if missed:
-            row_y = 1 - NOT_REACHED_ROW * (short.index(cell) + 1)
-            ax.plot(
-                missed,
-                [row_y] * len(missed),
-                "o",
-                mfc="none",
-                mew=1.5,
-                color=line.get_color(),
-                transform=top_band,
-                clip_on=False,
-            )
-        if not any(r["reached"] for r in rows):
-            line.set_label(label + " (no K reaches)")
-    if short:
-        ax.add_patch(
-            Rectangle((0, 1 - band), 1, band, transform=ax.transAxes, color="0.92", zorder=0)
-        )
-        ax.text(
-            -0.01, 1 - band / 2, "not reached", transform=ax.transAxes, fontsize=8, va="center"
-        ).set_horizontalalignment("right")
-        handles.append(
-            plt.Line2D(
-                [], [], marker="o", mfc="none", mec="black", ls="none", label="K not reached"
-            )
-        )
-    if any(r["is_best"] for rows in mine.values() for r in rows):
-        handles.append(
-            plt.Line2D(
-                [], [], marker="o", ms=13, mfc="none", mec="black", ls="none", label="K* (least E)"
-            )
-        )
-    if any(r.get("E_total_j_ci95") is not None for rows in mine.values() for r in rows):
-        handles.append(
-            plt.Line2D([], [], marker="_", ms=8, color="black", label="mean ± 95 % CI (seeds)")
-        )
+    log_y = _energy_axis(ax, mine, band)
+    handles = [_plot_cell(ax, cell, rows, short, log_y) for cell, rows in mine.items()]
+    handles += _energy_vs_k_keys(ax, mine, short, band)
     ax.set_xlabel("local steps K (the plan's K grid)")
     ax.set_ylabel("E_total to target (J)")
     ax.set_title(_title(f"energy to {_target(scenario)} against K", scenario), fontsize=9)
@@ -201,6 +114,110 @@ def plot_energy_vs_k(path: Path, table: list[dict], cells, scenario) -> Path:
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
     return figures.save_plot(fig, path)
+
+
+def _energy_axis(ax, mine: dict, band: float) -> bool:
+    """The energy axis of plot_energy_vs_k: the reached energies (and their CI whiskers)
+    in the lower (1 - band - margin) of the axes, log where they span a decade, ticks
+    below the 'not reached' band; whether it is log."""
+    reach = [r for rows in mine.values() for r in rows if r["reached"]]
+    energies = [r["E_total_j"] for r in reach]
+    if not energies:
+        ax.set_yticks([])
+        note = "no K reaches the target in these cells"
+        ax.text(0.5, 0.45, note, transform=ax.transAxes, ha="center", color="dimgrey")
+        return False
+    log = figures.log_axis_if_spans(ax, energies, "y", decades=1)
+    hi = max(r["E_total_j"] + (r.get("E_total_j_ci95") or 0.0) for r in reach)
+    lo = (
+        min(energies)
+        if log
+        else min(max(r["E_total_j"] - (r.get("E_total_j_ci95") or 0.0), 0.0) for r in reach)
+    )
+    if log:  # the data in the lower (1 - band - margin) of the axes
+        span = math.log10(hi / lo) or 1.0
+        top = 10 ** (math.log10(hi) + span * (band + 0.05) / (0.95 - band))
+        bottom = lo / 10 ** (0.05 * span)
+        band_low = 10 ** (math.log10(top) - band * (math.log10(top / bottom)))
+    else:
+        span = (hi - lo) or abs(hi) or 1.0
+        bottom, top = lo - 0.05 * span, hi + span * (band + 0.05) / (0.95 - band)
+        band_low = top - band * (top - bottom)
+    ax.set_ylim(bottom, top)
+    if log:  # labelled ticks at round values, at least 3 of them (1, 2, 5 x 10^k)
+        figures.log_value_ticks(ax, bottom, band_low, "y")
+    ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= band_low])  # none in the band
+    ax.yaxis.set_minor_locator(plt.NullLocator())
+    return log
+
+
+def _plot_cell(ax, cell: tuple, rows: list[dict], short: list, log_y: bool):
+    """One cell's line of plot_energy_vs_k: reached energies, CI whiskers, K* circled,
+    the K that missed as hollow markers in the cell's row of the 'not reached' band."""
+    label = f"{cell[0]:g} dB, {_hz(cell[1])}"
+    y = [r["E_total_j"] if r["reached"] else math.nan for r in rows]
+    (line,) = ax.plot([r["K"] for r in rows], y, "o-", label=label)
+    ci = [(r["K"], r["E_total_j"], r.get("E_total_j_ci95")) for r in rows if r["reached"]]
+    if any(c is not None for _, _, c in ci):  # --seeds: whiskers, the 95 % CI of the mean
+        ax.errorbar(
+            [k for k, _, _ in ci],
+            [e for _, e, _ in ci],
+            yerr=[  # the lower whisker stops at 0 J (above it on a log axis)
+                [min(c or 0.0, e * 0.999 if log_y else e) for _, e, c in ci],
+                [c or 0.0 for _, _, c in ci],
+            ],
+            fmt="none",
+            capsize=3,
+            color=line.get_color(),
+        )
+    for r in rows:
+        if r["is_best"]:
+            ax.plot(r["K"], r["E_total_j"], "o", ms=13, mfc="none", color=line.get_color())
+    missed = [r["K"] for r in rows if not r["reached"]]
+    if missed:
+        row_y = 1 - NOT_REACHED_ROW * (short.index(cell) + 1)
+        ax.plot(
+            missed,
+            [row_y] * len(missed),
+            "o",
+            mfc="none",
+            mew=1.5,
+            color=line.get_color(),
+            transform=blended_transform_factory(ax.transData, ax.transAxes),
+            clip_on=False,
+        )
+    if not any(r["reached"] for r in rows):
+        line.set_label(label + " (no K reaches)")
+    return line
+
+
+def _energy_vs_k_keys(ax, mine: dict, short: list, band: float) -> list:
+    """The 'not reached' band (shaded, named) and the legend's keys for its markers, K*
+    and the seeds' whiskers, where the plot has them."""
+    keys = []
+    if short:
+        ax.add_patch(
+            Rectangle((0, 1 - band), 1, band, transform=ax.transAxes, color="0.92", zorder=0)
+        )
+        ax.text(
+            -0.01, 1 - band / 2, "not reached", transform=ax.transAxes, fontsize=8, va="center"
+        ).set_horizontalalignment("right")
+        keys.append(
+            plt.Line2D(
+                [], [], marker="o", mfc="none", mec="black", ls="none", label="K not reached"
+            )
+        )
+    if any(r["is_best"] for rows in mine.values() for r in rows):
+        keys.append(
+            plt.Line2D(
+                [], [], marker="o", ms=13, mfc="none", mec="black", ls="none", label="K* (least E)"
+            )
+        )
+    if any(r.get("E_total_j_ci95") is not None for rows in mine.values() for r in rows):
+        keys.append(
+            plt.Line2D([], [], marker="_", ms=8, color="black", label="mean ± 95 % CI (seeds)")
+        )
+    return keys
 
 
 BANDWIDTH_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -218,6 +235,36 @@ def plot_kstar_breakeven(
     span = [c["x"] for c in placed] + inner
     lo, hi = (min(span) / 10, max(span) * 10) if span else (1e-2, 1e2)
     fig, ax = plt.subplots(figsize=(8.4, 4.6))
+    _staircase(ax, rounds_by_k, segments, lo, hi)
+    handles, labels = ax.get_legend_handles_labels()
+    for handle, label in _cell_markers(ax, placed, snrs, bandwidths):
+        handles.append(handle)
+        labels.append(label)
+    figures.legend_outside(ax, handles=handles, labels=labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    shown = sorted(rounds_by_k)
+    ax.set_ylim(min(shown) / 1.6, max(shown) * 1.8)
+    figures.grid_ticks(ax, shown, "y", log=True)
+    ax.set_xlabel("x = (E_tx + E_rx) per round / E_compute per local step  (J/J, dimensionless)")
+    ax.set_ylabel("K* (local steps, log scale)")
+    ax.set_title(
+        _title(
+            f"break-even K* to {_target(scenario)} (line: K* from R(K) alone; "
+            "markers: the grid's cells at their x and K*)",
+            scenario,
+        ),
+        fontsize=9,
+    )
+    ax.grid(True, which="major", axis="x", alpha=0.3)
+    fig.tight_layout()
+    return figures.save_plot(fig, path)
+
+
+def _staircase(ax, rounds_by_k: dict, segments: list, lo: float, hi: float) -> None:
+    """The K*(x) staircase between lo and hi, each step labelled with K* and R(K*), each
+    breakpoint a dotted line with its x."""
     edges, levels = [lo], []
     for x_low, x_high, k in segments:
         if x_high <= lo or x_low >= hi:
@@ -249,6 +296,11 @@ def plot_kstar_breakeven(
             fontsize=7,
             color="dimgrey",
         )
+
+
+def _cell_markers(ax, placed: list[dict], snrs, bandwidths) -> list[tuple]:
+    """Each placed cell a marker at (x, K*), colour its SNR, shape its bandwidth; the
+    legend's (handle, label) for every SNR and every bandwidth."""
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(snrs), 1)))
     snr_index = {s: i for i, s in enumerate(sorted(snrs))}
     bw_index = {b: j for j, b in enumerate(sorted(bandwidths))}
@@ -265,44 +317,12 @@ def plot_kstar_breakeven(
             zorder=3,
             alpha=0.9,
         )
-    handles, labels = ax.get_legend_handles_labels()
+    keys = []
     for s in sorted(snrs):
-        handles.append(
-            plt.Line2D(
-                [], [], marker="o", ls="none", mfc=colours[snr_index[s]], mec="black", mew=0.6, ms=7
-            )
-        )
-        labels.append(f"SNR {s:g} dB")
+        marker = dict(marker="o", mfc=colours[snr_index[s]], mec="black", mew=0.6, ms=7)
+        keys.append((plt.Line2D([], [], ls="none", **marker), f"SNR {s:g} dB"))
     for b in sorted(bandwidths):
-        handles.append(
-            plt.Line2D(
-                [],
-                [],
-                marker=BANDWIDTH_MARKERS[bw_index[b] % 10],
-                ls="none",
-                mfc="white",
-                mec="black",
-                ms=7,
-            )
-        )
-        labels.append(f"bandwidth {_hz(b)}")
-    figures.legend_outside(ax, handles=handles, labels=labels, fontsize=7)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    shown = sorted(rounds_by_k)
-    ax.set_ylim(min(shown) / 1.6, max(shown) * 1.8)
-    figures.grid_ticks(ax, shown, "y", log=True)
-    ax.set_xlabel("x = (E_tx + E_rx) per round / E_compute per local step  (J/J, dimensionless)")
-    ax.set_ylabel("K* (local steps, log scale)")
-    ax.set_title(
-        _title(
-            f"break-even K* to {_target(scenario)} (line: K* from R(K) alone; "
-            "markers: the grid's cells at their x and K*)",
-            scenario,
-        ),
-        fontsize=9,
-    )
-    ax.grid(True, which="major", axis="x", alpha=0.3)
-    fig.tight_layout()
-    return figures.save_plot(fig, path)
+        shape = BANDWIDTH_MARKERS[bw_index[b] % 10]
+        marker = dict(marker=shape, mfc="white", mec="black", ms=7)
+        keys.append((plt.Line2D([], [], ls="none", **marker), f"bandwidth {_hz(b)}"))
+    return keys

@@ -654,6 +654,22 @@ class RadioSection(Section):
         "takes part in a round, from the end of its download to the start of its upload "
         "(W; energy_idle_j).",
     )
+    uplink_max_mbps: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="lte/wifi/nbiot: the highest uplink throughput the slope was measured "
+        "at (Mbit/s); faster transfers are charged at this throughput's power and counted "
+        "in summary.json's warnings (docs/models.md#measured-range). A value far above "
+        "any rate (1e6) extends the slope without bound, as older papers did.",
+    )
+    downlink_max_mbps: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="lte/wifi/nbiot: the highest downlink throughput the slope was "
+        "measured at (Mbit/s), as uplink_max_mbps.",
+    )
 
 
 def _dvfs_lists(v) -> Iterator[tuple[str, str]]:

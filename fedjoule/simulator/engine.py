@@ -429,6 +429,7 @@ class Simulation:
                 )
         # radio tails running outside the clients' processes, up to the round's end
         tails_j = self.charge_tails(self.radios.settle(end_s))
+        self.radios.ranges.add_records(spent, self.radios.class_index)  # summary's warnings
         world = self.world
         # charging since the previous round ended (the wait between rounds included)
         charge(

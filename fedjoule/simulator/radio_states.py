@@ -32,23 +32,29 @@ import numpy as np
 import simpy
 
 from fedjoule.devices.radio import RadioParams, class_radios, has_states, is_plain_radiated
+from fedjoule.devices.radio_range import RangeTally
 
 
 class RadioBank:
     """Every client's radio: its class's parameters and its tail, between rounds."""
 
-    def __init__(self, classes: list[RadioParams], class_index: np.ndarray) -> None:
+    def __init__(
+        self, classes: list[RadioParams], class_index: np.ndarray, names: list[str] = ()
+    ) -> None:
         self.classes = classes
         self.class_index = np.asarray(class_index)
         n = len(self.class_index)
         self.tail_end_s = np.full(n, -math.inf)  # the running tail ends here (past: idle)
         self.settled_s = np.full(n, -math.inf)  # its energy is charged up to here
         self.stateful = any(has_states(p) for p in classes)
+        # transfers above each class's measured range (devices/radio_range.py)
+        self.ranges = RangeTally(list(names) or [p.model for p in classes], classes)
 
     @classmethod
     def for_world(cls, world) -> "RadioBank":
         pop = world.population
-        return cls(class_radios(world.scenario.population), pop.class_index)
+        names = [c.name for c in world.scenario.population.device_classes]
+        return cls(class_radios(world.scenario.population), pop.class_index, names)
 
     def params(self, k: int) -> RadioParams:
         return self.classes[int(self.class_index[k])]
@@ -84,11 +90,13 @@ class RadioBank:
         return {
             "tail_end_s": torch.from_numpy(self.tail_end_s.copy()),
             "settled_s": torch.from_numpy(self.settled_s.copy()),
+            "ranges": self.ranges.state_dict(),
         }
 
     def load_state_dict(self, saved: dict) -> None:
         self.tail_end_s = saved["tail_end_s"].numpy().copy()
         self.settled_s = saved["settled_s"].numpy().copy()
+        self.ranges.load_state_dict(saved.get("ranges"))  # (absent: a checkpoint before it)
 
 
 class ClientRadio:

@@ -199,6 +199,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tr
     extra = () if sim.protocol is None else protocols.CLIENT_COLUMNS
     write_clients(out / "clients.csv", client_rows(sim), extra)
     summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
+    summary["warnings"] += sim.radios.ranges.warnings()  # transfers above a measured range
     write_json(out / "summary.json", summary)
     plots = plot_run(out) if sim.finished() else []
     if tracking is not None:

@@ -299,6 +299,8 @@ class SystemEngine:
             done_comp, compute_j, np.where(in_comp, compute_j * fraction, 0.0)
         )
         out.trained = done_comp
+        received = out.downlink_airtime_s > 0  # downloads above the measured range
+        radio.ranges.add_rates(pop.class_index[sel][received], "downlink", down_rate[received])
         out.end_s = np.where(early, t_k, 0.0)
         out.outcome[early] = kill_cause[early]
 
@@ -319,6 +321,7 @@ class SystemEngine:
                 power_gain_w=None if fixed else per_attempt[rows],
                 noise_psd_w_per_hz=world.cell.noise_psd_w_per_hz,
                 fixed_se_bps_per_hz=se if rate_fixed else None,
+                max_bps=radio.up_max_bps[sel][rows],
             )
             bandwidth = channel.uplink_bandwidth_hz
             if channel.access == "fdma":
@@ -330,11 +333,13 @@ class SystemEngine:
             out.energy_tx_j[rows] = np.where(
                 special[rows],
                 radio.transmit_energy_j(
-                    sel[rows], result.bits, result.airtime_s, self.tx_draw_w[sel][rows]
+                    sel[rows], result.charged_bits, result.airtime_s, self.tx_draw_w[sel][rows]
                 ),
                 result.energy_tx_j,
             )
             out.uplink_bits[rows] = result.bits
+            kinds = pop.class_index[sel][rows]  # attempts above the measured range
+            radio.ranges.add_counts(kinds, "uplink", result.over_range, result.top_rate_bps)
             out.uplink_attempts[rows] = result.attempts
             out.end_s[rows] = result.end_s
             out.outcome[rows] = result.outcome

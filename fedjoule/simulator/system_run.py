@@ -131,6 +131,8 @@ def run_system(
     if engine == "simpy" and sim.protocol is not None:
         summary.update(sim.protocol.summary())
     summary = with_round_totals(summary, out / "rounds.csv", scenario)
+    ranges = sim.radio.ranges if engine == "numpy" else sim.radios.ranges
+    summary["warnings"] += ranges.warnings()  # transfers above a measured range
     summary["wall_time_s"] = time.perf_counter() - tic
     write_json(out / "summary.json", summary)
     return out, summary

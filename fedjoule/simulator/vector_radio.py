@@ -23,9 +23,12 @@ placed here: a round where such a client could reach its battery threshold raise
 RadioBatteryStop (the SimPy engine plays it).
 """
 
+import math
+
 import numpy as np
 
 from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, class_radios
+from fedjoule.devices.radio_range import RangeTally
 from fedjoule.errors import FedjouleError
 
 
@@ -53,9 +56,19 @@ class VectorRadio:
         self.up_base = column(lambda p: p.uplink_base_power_w)
         self.down_slope = column(lambda p: p.downlink_w_per_mbps)
         self.down_base = column(lambda p: p.base_power_w)
+        # the measured ranges' tops in bit/s (inf: none, or a radio without a rate term)
+        top = BITS_PER_MBIT  # (Mbit/s x 1e6, as devices/radio.charged_bits multiplies)
+        self.up_max_bps = column(
+            lambda p: p.uplink_max_mbps * top if p.model in MEASURED else math.inf
+        )
+        self.down_max_bps = column(
+            lambda p: p.downlink_max_mbps * top if p.model in MEASURED else math.inf
+        )
         # clients whose power the numpy engine's battery stops cannot follow
         self.special = self.measured | (self.promotion_s > 0) | (self.tail_s > 0)
         self.special |= self.idle_w > 0
+        # transfers above each class's measured range (devices/radio_range.py)
+        self.ranges = RangeTally.for_population(population_section)
         n = len(index)
         self.tail_end_s = np.zeros(n)  # the running tail ends here (past: idle)
         self.settled_s = np.zeros(n)  # its energy is charged up to here
@@ -66,11 +79,14 @@ class VectorRadio:
 
     def receive_power_w(self, sel: np.ndarray, rate_bps: np.ndarray, plain_w: np.ndarray):
         """Power while receiving at `rate_bps` (devices/radio.receive_power_w)."""
+        rate_bps = np.minimum(rate_bps, self.down_max_bps[sel])  # saturated at the range
         affine = self.down_slope[sel] * rate_bps / BITS_PER_MBIT + self.down_base[sel]
         return np.where(self.measured[sel], affine, plain_w)
 
     def transmit_energy_j(self, sel, bits, airtime_s, plain_w) -> np.ndarray:
-        """Energy of sending `bits` in `airtime_s` (devices/radio.transmit_energy_j)."""
+        """Energy of sending `bits` in `airtime_s` (devices/radio.transmit_energy_j);
+        `bits`: the bits the slope charges (channel/sharing.py's charged_bits: each
+        attempt's bits, capped at the range's top rate x its airtime)."""
         affine = self.up_slope[sel] * bits / BITS_PER_MBIT + self.up_base[sel] * airtime_s
         return np.where(self.measured[sel], affine, plain_w * airtime_s)
 

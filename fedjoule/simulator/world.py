@@ -166,8 +166,11 @@ def make_executor(
     fast = None
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
     recurrent = any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
-    loop = has_conv or recurrent
-    per_client = kind == "vectorised" and ((loop and device.type == "cpu") or random)
+    # convolutions: client by client on a CPU (vmap's grouped convolution is slower there);
+    # LSTMs on every device (vmap has no batching rule for cuDNN's LSTM either: on an H200
+    # it fails with "Cannot access data pointer of Tensor that doesn't have storage")
+    loop = (has_conv and device.type == "cpu") or recurrent
+    per_client = kind == "vectorised" and (loop or random)
     draws = ClientDraws(seed, device, batched=not per_client) if random else None
     randomness = "different" if random else "error"
     batched = vmap(grad(model.loss), randomness=randomness)
@@ -191,6 +194,7 @@ def make_executor(
         buffered=buffered,
         eval_loss=model.eval_loss,
         draws=draws,
+        split=isinstance(fast, DenseGradient),  # no nn.Module (functional_call swaps its tensors)
     )
     if not per_client and kind != "compiled":
         check_vmap(executor, model, data, device, batch_size)

@@ -9,7 +9,7 @@ from fedjoule.algorithms.base import RoundSetup
 from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
 from fedjoule.algorithms.fedprox import FedProxConfig
 from fedjoule.algorithms.learning import aggregate_arrived, train_clients
-from fedjoule.algorithms.registry import build_algorithm
+from fedjoule.algorithms.registry import build_algorithm, names
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.world import build_world
@@ -122,3 +122,57 @@ def test_compiled_executor_equals_the_reference():
         finals[kind] = sim.state["w"]
     assert (finals["compiled"] - finals["sequential"]).abs().max().item() < 1e-5
     assert (finals["compiled"] - sim.world.w0).abs().max().item() > 1e-2
+
+
+RESNET_SMALL = [
+    "dataset.name=torchvision",
+    "dataset.class=FakeData",
+    "dataset.options={size: 60, image_size: [3, 8, 8], num_classes: 4}",
+    "model.name=resnet18",
+    "model.width=2",
+]
+
+
+SPLIT_CASES = [(name, "mlp") for name in names() if name != "custom"] + [("fedavg", "resnet18")]
+
+
+@pytest.mark.parametrize(("name", "model"), SPLIT_CASES)
+def test_clients_split_across_threads_equal_one_thread(name, model):
+    """With torch set to 2 threads the clients of a dense model train in 2 groups, one
+    thread each (VectorisedExecutor.split_across_threads; a ResNet's on 2 intra-op
+    threads): the same numbers as one thread to float rounding (a group's batched kernels
+    see fewer rows, as in memory chunks), the same bits when run again, and torch's
+    thread count is 2 again after each round."""
+    scenario = load_scenario(
+        "default-theory",
+        [
+            f"algorithm.name={name}",
+            "population.size=12",
+            "training.clients_per_round=5",
+            "training.rounds=2",
+            "training.local_steps=3",
+            "training.batch_size=8",
+            "population.freeloaders.fraction=0.2",
+            *(["model.name=mlp", "model.hidden=[16]"] if model == "mlp" else RESNET_SMALL),
+        ],
+    )
+    before = torch.get_num_threads()
+    finals, threads_after, split = [], [], []
+    try:
+        for threads in (1, 2, 2):
+            torch.set_num_threads(threads)
+            world = build_world(scenario, device="cpu")
+            sim = Simulation(world)
+            sim.run(2, lambda row: threads_after.append(torch.get_num_threads()))
+            finals.append(sim.state)
+            split.append(world.executor.split)
+    finally:
+        torch.set_num_threads(before)
+    assert threads_after == [1, 1, 2, 2, 2, 2]
+    assert split == [model == "mlp"] * 3  # dense stacks only (DenseGradient)
+    tensors = [key for key, value in finals[0].items() if isinstance(value, torch.Tensor)]
+    assert "w" in tensors
+    for key in tensors:
+        one, two, again = finals[0][key], finals[1][key], finals[2][key]
+        assert torch.allclose(one, two, rtol=1e-5, atol=1e-6, equal_nan=True), key
+        assert torch.equal(two.nan_to_num(), again.nan_to_num()), key

@@ -162,14 +162,23 @@ def test_cli_shows_a_profiles_fields_values_and_sources(capsys, wide):
 
 
 def test_cli_shows_the_resolved_radio_defaults_with_their_sources(capsys, wide):
-    """phone-lte-midrange sets only radio.model: lte; every lte parameter is shown with the
-    value the run uses (radio.resolve) and the paper it comes from, none as null."""
+    """phone-lte-midrange sets radio.model: lte, its slopes and its range; every other lte
+    parameter is shown with the value the run uses (radio.resolve) and the paper it comes
+    from, none as null; the ones it sets, with the profile's value and source."""
     from fedjoule.devices.radio import DEFAULTS, default_source
 
     code, out, _ = run_cli(capsys, "phone-lte-midrange")
     assert code == 0 and "null" not in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    profile = load_profile("phone-lte-midrange")
+    own = profile.values["radio"]
+    assert set(own) == {"model", "uplink_w_per_mbps", "downlink_w_per_mbps",
+                        "uplink_max_mbps", "downlink_max_mbps"}  # fmt: skip
     for name, value in DEFAULTS["lte"].items():
+        if name in own:
+            assert f" {own[name]:.10g} " in lines[f"radio.{name}"], name
+            assert profile.sources[f"radio.{name}"][:60] in " ".join(out.split()), name
+            continue
         assert f" {value:.10g} " in lines[f"radio.{name}"], name
         assert default_source("lte", name) in " ".join(out.split()), name
     assert "radio.tail_s" in lines and " 11.576 " in lines["radio.tail_s"]

@@ -76,8 +76,8 @@ def test_linear_power_amplifier():
 
 def test_measured_power_is_affine_in_throughput():
     p = lte()
-    rate = 6e6  # the paper's median LTE uplink, 6 Mbit/s
-    assert transmit_power_w(p, rate) == pytest.approx(0.43839 * 6 + 1.2, rel=1e-12)
+    rate = 4e6  # inside the 2012 slope's measured range (5 Mbit/s up, 20 down)
+    assert transmit_power_w(p, rate) == pytest.approx(0.43839 * 4 + 1.2, rel=1e-12)
     assert receive_power_w(p, 13e6) == pytest.approx(0.05197 * 13 + 1.2, rel=1e-12)
     # S bits in t seconds: alpha S/1e6 + beta t, whatever the rate did meanwhile
     bits, t = 12e6, 3.0
@@ -87,6 +87,20 @@ def test_measured_power_is_affine_in_throughput():
     assert transmit_energy_j(p, bits, bits / rate) == pytest.approx(
         transmit_power_w(p, rate) * bits / rate, rel=1e-12
     )
+
+
+def test_above_the_range_the_power_saturates():
+    """Faster than the range's top T_max: P = alpha T_max + beta, and S bits in t seconds
+    cost alpha min(S, T_max t)/1e6 + beta t (docs/models.md#measured-range)."""
+    p = lte(uplink_max_mbps=5.0, downlink_max_mbps=20.0)
+    assert transmit_power_w(p, 6e6) == pytest.approx(0.43839 * 5 + 1.2, rel=1e-12)
+    assert receive_power_w(p, 50e6) == pytest.approx(0.05197 * 20 + 1.2, rel=1e-12)
+    bits, t = 30e6, 3.0  # 10 Mbit/s up: charged as 5 Mbit/s x 3 s = 15 Mbit
+    assert transmit_energy_j(p, bits, t) == pytest.approx(0.43839 * 15 + 1.2 * 3, rel=1e-12)
+    assert receive_energy_j(p, bits, t) == pytest.approx(0.05197 * 30 + 1.2 * 3, rel=1e-12)
+    assert receive_energy_j(p, 90e6, t) == pytest.approx(0.05197 * 60 + 1.2 * 3, rel=1e-12)
+    # at a constant rate above the range: the saturated power times the airtime
+    assert transmit_energy_j(p, bits, t) == pytest.approx(transmit_power_w(p, 10e6) * t)
 
 
 def test_promotion_and_tail_energy():
