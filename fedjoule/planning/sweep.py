@@ -78,10 +78,9 @@ def run_state(folder: Path, point: Point) -> str:
         return NEW
     saved, _ = read_source(folder / "scenario.yaml")  # (the bounded, safe reader)
     wanted = point.scenario.model_dump(mode="json")
-    # (a run folder from before the protocol or tracking section: those at their defaults)
-    wanted = checkpoint.without_default_protocol({"scenario": saved}, wanted)
-    if saved != wanted:
-        differ = ", ".join(checkpoint.differences(saved, wanted)[:5])
+    # (a run folder written before a field was added: that field at its default)
+    differ = ", ".join(checkpoint.scenario_differences(saved, wanted, folder)[:5])
+    if differ:
         raise FedjouleError(
             f"{folder} holds a run of another scenario (differs in {differ}); "
             "choose another --out, or delete that folder"

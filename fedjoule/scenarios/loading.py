@@ -12,6 +12,7 @@ raises one FedjouleError, quickly, with a message of a bounded number of short l
   short excerpt of the value.
 """
 
+import copy
 import re
 import types
 import typing
@@ -142,6 +143,14 @@ def load_scenario(source: str | Path = "default", overrides: list[str] | None = 
     folder = scenario_folder(source)
     with relative_to(folder), scenario_trust(folder):
         return validate(raw, label)
+
+
+def resolve_data(raw: dict[str, Any], folder: Path, label: str) -> dict[str, Any]:
+    """A resolved scenario's plain data (a run's scenario.yaml, a checkpoint's copy) as
+    today's schema reads it, as for a scenario file in `folder`: fields added since it was
+    written take their defaults."""
+    with relative_to(folder), scenario_trust(folder):
+        return validate(copy.deepcopy(raw), label).model_dump(mode="json")
 
 
 def scenario_folder(source: str | Path) -> Path | None:

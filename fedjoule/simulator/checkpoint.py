@@ -137,28 +137,45 @@ def check_belongs(saved: dict, path: Path, scenario_data: dict, scenario_file: P
             f"{path} was written by fedjoule {saved['fedjoule_version']}, this is "
             f"{__version__}; resume it with that version, or start a new run"
         )
-    scenario_data = without_default_protocol(saved, scenario_data)
-    if saved["scenario_sha256"] != scenario_sha256(scenario_data):
-        differ = ", ".join(differences(saved["scenario"], scenario_data)[:5]) or "its content"
+    if saved["scenario_sha256"] == scenario_sha256(scenario_data):
+        return
+    differ = scenario_differences(saved["scenario"], scenario_data, scenario_file.parent)
+    if differ:
         raise FedjouleError(
             f"{path} belongs to another scenario than {scenario_file} (they differ in "
-            f"{differ}); a run resumes only with the scenario it started with"
+            f"{', '.join(differ[:5]) or 'its content'}); a run resumes only with the scenario "
+            "it started with"
         )
 
 
-def without_default_protocol(saved: dict, scenario_data: dict) -> dict:
-    """A checkpoint written before the scenario had a `protocol` section (sync rounds, the
-    default) or a `tracking` section (none) belongs to the scenario whose section is the
-    default."""
-    from fedjoule.scenarios.schema import ProtocolSection, TrackingSection
+def scenario_differences(written: dict, scenario_data: dict, folder: Path) -> list[str]:
+    """Where `written` (a resolved scenario as an older fedjoule wrote it: a checkpoint's
+    copy, a run's scenario.yaml) and `scenario_data` (resolved today) differ as scenarios;
+    none when they differ only by fields added since (a `protocol` or `tracking` section,
+    a radio's measured range) that are at today's defaults. Only `scenario_data`'s own
+    content is validated again, so nothing the written copy alone names is loaded."""
+    from fedjoule.scenarios.loading import resolve_data
 
-    for section, default in (("protocol", ProtocolSection), ("tracking", TrackingSection)):
-        if section in saved["scenario"] or section not in scenario_data:
-            continue
-        if scenario_data[section] != default().model_dump(mode="json"):
-            continue
-        scenario_data = {k: v for k, v in scenario_data.items() if k != section}
-    return scenario_data
+    if written == scenario_data:
+        return []
+    shared = keys_of_written(scenario_data, written)
+    if shared != written:
+        return differences(written, shared)
+    try:
+        today = resolve_data(shared, folder, "the scenario the run was started with")
+    except FedjouleError:
+        return differences(written, scenario_data)
+    return differences(today, scenario_data)
+
+
+def keys_of_written(value: Any, written: Any) -> Any:
+    """`value` without the mapping keys that `written` lacks (in nested mappings, and in
+    lists of the same length element by element)."""
+    if isinstance(value, dict) and isinstance(written, dict):
+        return {k: keys_of_written(v, written[k]) for k, v in value.items() if k in written}
+    if isinstance(value, list) and isinstance(written, list) and len(value) == len(written):
+        return [keys_of_written(v, w) for v, w in zip(value, written, strict=True)]
+    return value
 
 
 def differences(a: Any, b: Any, prefix: str = "") -> list[str]:

@@ -2,6 +2,7 @@
 without being run; a checkpoint, scenario.yaml, rounds.csv or client-state file that does
 not belong with the others is refused, naming the file and what differs."""
 
+import copy
 import csv
 import os
 import shutil
@@ -214,3 +215,23 @@ def test_a_new_run_refuses_a_folder_with_a_run_or_foreign_files(stopped, tmp_pat
     with pytest.raises(FedjouleError, match="something other than a fedjoule run"):
         run_scenario(small(), foreign, device="cpu")
     assert (foreign / "rounds.csv").read_text() == "my own data\n"
+
+
+def test_a_scenario_written_before_a_field_was_added_is_the_same_scenario(tmp_path):
+    """A run's scenario as an older fedjoule wrote it (without fields added since) is the
+    scenario resolved today when those fields are at their defaults; a field added since
+    but set otherwise, or a value changed, is named."""
+    from fedjoule.scenarios.loading import load_scenario
+    from fedjoule.simulator.checkpoint import scenario_differences
+
+    today = load_scenario("default").model_dump(mode="json")
+    older = copy.deepcopy(today)
+    del older["protocol"]
+    for device_class in older["population"]["device_classes"]:
+        device_class["radio"].pop("uplink_max_mbps")
+    assert scenario_differences(older, today, tmp_path) == []
+    changed = copy.deepcopy(today)
+    changed["protocol"]["kind"] = "async"
+    assert scenario_differences(older, changed, tmp_path) == ["protocol.kind"]
+    older["training"]["rounds"] += 1
+    assert scenario_differences(older, today, tmp_path) == ["training.rounds"]
