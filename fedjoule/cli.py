@@ -1067,12 +1067,33 @@ def profiles(
     name: Annotated[
         str | None, typer.Argument(help="One profile: every field, its value and source.")
     ] = None,
+    import_file: Annotated[
+        str | None,
+        typer.Option(
+            "--import",
+            help="Read an Android power_profile.xml and print its CPU tables as a device "
+            "class's dvfs field (YAML), with battery_j from battery.capacity.",
+        ),
+    ] = None,
+    voltage_v: Annotated[
+        float | None,
+        typer.Option(
+            help="With --import: the voltage turning its currents into power (V; default: "
+            "the file's controller voltage, when it gives one)."
+        ),
+    ] = None,
 ) -> None:
     """List the device profiles a device class can name (`profile: NAME`): measured device
-    classes, each value with its source. Exit code 2 for an unknown name."""
+    classes, each value with its source. Exit code 2 for an unknown name or a file
+    --import refuses."""
     from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
     from fedjoule.scenarios.schema import DeviceClass
 
+    if import_file is not None or voltage_v is not None:
+        from fedjoule.devices.power_profile import import_command
+
+        sys.stdout.write(import_command(name, import_file, voltage_v))
+        return
     if name is None:
         table = Table(show_header=True)
         for column in ("name", "description", "compute", "radio"):
@@ -1099,7 +1120,14 @@ def profiles(
 
 # The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)
 COMPUTE_FIELDS = {
-    "cpu": ("cpu_freq_min_hz", "cpu_freq_max_hz", "kappa", "flops_per_cycle"),
+    "cpu": (
+        "cpu_freq_min_hz",
+        "cpu_freq_max_hz",
+        "kappa",
+        "flops_per_cycle",
+        "cpu_freq_hz",
+        "dvfs",
+    ),
     "accelerator": ("peak_flops", "efficiency", "active_power_w", "compute_spread_sigma"),
     "efficiency": ("flops_per_s", "flops_per_joule", "compute_spread_sigma"),
     "measured": (
@@ -1107,6 +1135,8 @@ COMPUTE_FIELDS = {
         "reference_flops_per_sample",
         "measured_power_w",
         "compute_spread_sigma",
+        "cpu_freq_hz",
+        "dvfs",
     ),
 }
 
@@ -1119,9 +1149,13 @@ def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
 
     model = resolved.radio.model
     every = set().union(*COMPUTE_FIELDS.values())
-    skipped = {"profile", "share", "radio"} | (every - set(COMPUTE_FIELDS[resolved.compute]))
+    skipped = {"profile", "share", "radio", "dvfs"} | (
+        every - set(COMPUTE_FIELDS[resolved.compute])
+    )
     if model in radio.MEASURED:
         skipped.add("rx_power_w")  # (receiving draws base_power_w)
+    if resolved.cpu_freq_hz is None:
+        skipped.add("cpu_freq_hz")  # (unset: drawn, or the dvfs table's top speed)
     rows = []
     for field, info in type(resolved).model_fields.items():
         if field in skipped:
@@ -1130,6 +1164,10 @@ def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
             "the name of the profile" if field == "name" else f"default: {info.description}"
         )
         rows.append((field, getattr(resolved, field), source))
+    if resolved.dvfs is not None and "dvfs" in COMPUTE_FIELDS[resolved.compute]:
+        from fedjoule.devices.dvfs import table_rows
+
+        rows += table_rows(resolved.dvfs, profile.sources)
     rows.append(("radio.model", model, profile.sources.get("radio.model", "default")))
     params = radio.resolve(resolved.radio, 0.0, 0.0)
     for field in radio.PARAMETERS:

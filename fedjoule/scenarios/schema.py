@@ -530,6 +530,43 @@ def _compute_figures(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _dvfs_frequency(v) -> Iterator[tuple[str, str]]:
+    """The frequencies a class runs at lie in its dvfs table; a measured class run below
+    the top speed has its CPU's power there inside its measured power."""
+    from fedjoule.devices.dvfs import cpu_power_w, freq_range_hz, out_of_table
+
+    kind, table, fixed = v.compute, v.dvfs, v.cpu_freq_hz
+    if fixed is not None and kind not in ("cpu", "measured"):
+        yield "cpu_freq_hz", f"cpu_freq_hz applies to compute: cpu or measured, not {kind}"
+    elif fixed is not None and kind == "measured" and table is None:
+        yield (
+            "cpu_freq_hz",
+            "cpu_freq_hz on compute: measured needs a dvfs table (the measurement is taken "
+            "at the table's highest speed)",
+        )
+    if table is None or kind not in ("cpu", "measured"):
+        return
+    asked = {"cpu_freq_hz": fixed} if fixed is not None else {}
+    if kind == "cpu" and fixed is None:
+        asked = {"cpu_freq_min_hz": v.cpu_freq_min_hz, "cpu_freq_max_hz": v.cpu_freq_max_hz}
+    try:
+        low, high = freq_range_hz(table)
+    except IndexError:  # a table that did not validate (its own message says why)
+        raise Invalid("dvfs") from None
+    for name, freq in asked.items():
+        if not low <= freq <= high:
+            yield name, f"{name} {out_of_table(table, freq)}"
+    if kind == "measured" and fixed is not None and v.measured_power_w is not None:
+        top_w = float(cpu_power_w(table, high))
+        if top_w > v.measured_power_w:
+            yield (
+                "dvfs",
+                f"the dvfs table's CPU power at its top speed, {top_w:.4g} W, exceeds "
+                f"measured_power_w {v.measured_power_w:g} W, the device's whole power while "
+                "training",
+            )
+
+
 def raw_with_profile(data, strict: bool):
     """A raw device class with its profile's values merged under its own fields
     (fedjoule.devices.library.merged_class). strict: an unknown profile is an error
@@ -692,6 +729,89 @@ class RadioSection(Section):
     cross_checks = (_power_control_fields,)
 
 
+def _dvfs_lists(v) -> Iterator[tuple[str, str]]:
+    speeds, powers = v.core_speeds_khz, v.core_power_ma
+    if len(speeds) != len(powers):
+        yield (
+            "core_power_ma",
+            f"core_power_ma has {len(powers)} values, core_speeds_khz {len(speeds)}; "
+            "give one current per speed",
+        )
+    if any(b <= a for a, b in zip(speeds, speeds[1:], strict=False)):
+        yield "core_speeds_khz", f"core_speeds_khz must increase, got {speeds}"
+
+
+KiloHertz = Annotated[float, Field(gt=0, le=1e9)]
+MilliAmps = Annotated[float, Field(ge=0, le=1e6)]
+
+
+class DvfsCluster(Section):
+    """One CPU cluster of a dvfs table, as Android's power_profile.xml gives it: currents
+    measured at the battery (mA)."""
+
+    cores: Int = Field(..., ge=1, le=1024, description="cpu.clusters.cores: its cores.")
+    core_speeds_khz: list[KiloHertz] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="cpu.core_speeds.clusterN: the frequencies (kHz), increasing.",
+    )
+    core_power_ma: list[MilliAmps] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="cpu.core_power.clusterN: current of one running core at each speed "
+        "(mA), beside the cluster's and the active current; linear in f between speeds.",
+    )
+    cluster_power_ma: MilliAmps = Field(
+        0.0, description="cpu.cluster_power.clusterN: the cluster's own current (mA)."
+    )
+
+    cross_checks = (_dvfs_lists,)
+
+
+def _dvfs_choice(v) -> Iterator[tuple[str, str]]:
+    if v.cluster is not None and v.cluster >= len(v.clusters):
+        yield "cluster", f"cluster {v.cluster} is not in the table ({len(v.clusters)} clusters)"
+        return
+    from fedjoule.devices.dvfs import training_cluster
+
+    cores = v.clusters[training_cluster(v)].cores
+    if v.cores_used is not None and v.cores_used > cores:
+        yield "cores_used", f"cores_used {v.cores_used} exceeds the cluster's {cores} cores"
+
+
+class DvfsTable(Section):
+    """CPU power at each frequency (docs/models.md#cpu-power-per-frequency): Android's
+    power_profile.xml cluster tables; `fedjoule profiles --import FILE` writes one."""
+
+    voltage_v: float = Field(
+        ...,
+        gt=0,
+        le=100,
+        description="Voltage turning the table's currents into power (V): power = current "
+        "x voltage; state its source.",
+    )
+    active_ma: MilliAmps = Field(
+        0.0, description="cpu.active: the CPU's current while running, beside clusters (mA)."
+    )
+    clusters: list[DvfsCluster] = Field(
+        ..., min_length=1, max_length=64, description="The clusters, in the file's order."
+    )
+    cluster: Int | None = Field(
+        None,
+        ge=0,
+        le=63,
+        description="The cluster training runs on (its index); null: the one with the "
+        "highest top speed.",
+    )
+    cores_used: Int | None = Field(
+        None, ge=1, le=1024, description="Cores training runs on there; null: all of them."
+    )
+
+    cross_checks = (_dvfs_choice,)
+
+
 class DeviceClass(Section):
     """One kind of edge device and its share of the population (docs/models.md#devices)."""
 
@@ -715,6 +835,14 @@ class DeviceClass(Section):
     )
     cpu_freq_max_hz: float = Field(
         2.0e9, ge=1, le=1e12, description="CPU frequency range, high end (Hz)."
+    )
+    cpu_freq_hz: float | None = Field(
+        None,
+        ge=1,
+        le=1e12,
+        description="A fixed CPU frequency for every client of the class (Hz). null: cpu "
+        "draws it in [cpu_freq_min_hz, cpu_freq_max_hz]; measured runs at the dvfs table's "
+        "highest speed, where it was measured (another frequency needs a dvfs table).",
     )
     kappa: float = Field(
         1e-28, gt=0, le=1, description="Effective switched capacitance (CPU model)."
@@ -765,6 +893,12 @@ class DeviceClass(Section):
         le=1e6,
         description="measured: device power while training (W); step energy = this x step time.",
     )
+    dvfs: DvfsTable | None = Field(
+        None,
+        description="CPU power per frequency (cpu and measured kinds): cpu charges the "
+        "table's power at f for c x B / (f x cores_used); measured scales its time by "
+        "f_max / f and its CPU share of power by the table. null: as without a table.",
+    )
     compute_spread_sigma: float = Field(
         0.0,
         ge=0,
@@ -793,7 +927,7 @@ class DeviceClass(Section):
     )
     radio: RadioSection = Field(default_factory=RadioSection)
 
-    cross_checks = (_cpu_range, _charge_range, _compute_figures)
+    cross_checks = (_cpu_range, _charge_range, _compute_figures, _dvfs_frequency)
 
     @model_validator(mode="before")
     @classmethod
