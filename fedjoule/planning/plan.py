@@ -28,11 +28,12 @@ from pathlib import Path
 
 from fedjoule import __version__
 from fedjoule.arguments import ArgumentError, grid_cell, shown
+from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import SweepOptions, run_sweep
-from fedjoule.report.results import ENERGY_FIELDS, write_json
+from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
 from fedjoule.scenarios.schema import Scenario
@@ -44,7 +45,7 @@ HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
 BREAKEVEN_PNG = "kstar_breakeven.png"
 REPRICE, PER_CELL = "reprice", "per-cell"
 TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
-# plan.csv's energy per kind, the ledger's (report/results.ENERGY_FIELDS): E_compute_j,
+# plan.csv's energy per kind, the ledger's (energy_kinds.ENERGY_FIELDS): E_compute_j,
 # E_tx_j, E_rx_j, E_radio_promotion_j, E_radio_tail_j, E_idle_j; E_total_j is their sum
 KIND_COLUMNS = {"E_" + name.removeprefix("energy_"): name for name in ENERGY_FIELDS}
 FIGURES = ("E_total_j", *KIND_COLUMNS, "time_to_target_s")  # of a reached (K, cell)

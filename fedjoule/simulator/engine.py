@@ -34,8 +34,9 @@ from fedjoule.algorithms.learning import (
 )
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.energy_kinds import DEVICE_FIELDS, END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
+from fedjoule.report.results import finite_or_none
 from fedjoule.simulator import protocols
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
@@ -48,8 +49,7 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-END_OF_RUN_TAIL = "energy_end_of_run_tail_j"  # energy.end_of_run_tail = separate's own kind
-LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS, END_OF_RUN_TAIL)
+LEDGER_FIELDS = ("selected", "arrived", *DEVICE_FIELDS)
 SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
 
 
@@ -667,13 +667,7 @@ class Simulation:
             "client_accuracy_std": p.metrics.get("client_accuracy_std"),
             "final_loss": p.metrics.get("loss"),
             "energy_total_j": p.cumulative_energy_j,
-            "energy_compute_j": float(self.ledger["energy_compute_j"].sum()),
-            "energy_tx_j": float(self.ledger["energy_tx_j"].sum()),
-            "energy_rx_j": float(self.ledger["energy_rx_j"].sum()),
-            "energy_radio_promotion_j": float(self.ledger["energy_radio_promotion_j"].sum()),
-            "energy_radio_tail_j": float(self.ledger["energy_radio_tail_j"].sum()),
-            "energy_idle_j": float(self.ledger["energy_idle_j"].sum()),
-            END_OF_RUN_TAIL: float(self.ledger[END_OF_RUN_TAIL].sum()),
+            **{name: float(self.ledger[name].sum()) for name in DEVICE_FIELDS},
             "end_of_run_tail": self.world.scenario.energy.end_of_run_tail,
             "end_of_run_tail_energy_j": p.end_of_run_tail_energy_j,
             "sim_time_s": p.sim_time_s,
@@ -691,19 +685,6 @@ class Simulation:
             **({} if self.protocol is None else self.protocol.summary()),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}
-
-
-def with_total(row: dict) -> dict:
-    """The row's energy_total_j: the sum of its energy kinds (ENERGY_FIELDS)."""
-    row["energy_total_j"] = (
-        row["energy_compute_j"]
-        + row["energy_tx_j"]
-        + row["energy_rx_j"]
-        + row["energy_radio_promotion_j"]
-        + row["energy_radio_tail_j"]
-        + row["energy_idle_j"]
-    )
-    return row
 
 
 def model_is_finite(state: dict) -> bool:

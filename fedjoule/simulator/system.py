@@ -25,8 +25,8 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
+from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.simulator.client import DROP_CAUSES
 from fedjoule.simulator.engine import (
     END_OF_RUN_TAIL,
