@@ -24,10 +24,19 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from fedjoule.commands.capacity import CapacityView
+from fedjoule.commands.common import EXECUTORS, resume_message
+from fedjoule.commands.many import RunsView
+from fedjoule.commands.plan import plan as run_plan
+from fedjoule.commands.run import RunView
+from fedjoule.commands.sweep import plan_line as sweep_plan_line
+from fedjoule.commands.sweep import sweep as run_sweep
 
 if TYPE_CHECKING:
     import pandas
@@ -512,47 +521,6 @@ def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
     return load_scenario("default" if scenario is None else scenario, overrides)
 
 
-def _label(scenario: Any) -> str:
-    """The name output folders are named after (as the command line names them)."""
-    from fedjoule.scenarios.schema import Scenario
-
-    if isinstance(scenario, Scenario):
-        return scenario.name
-    text = os.fspath(scenario)
-    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
-
-
-def _source(scenario: Any, folder: Path) -> tuple[str, bool]:
-    """What sweep and plan read a scenario from: a name or file as given, or a Scenario
-    written to <folder>/scenario.yaml (so that the folder says what it ran, and a restart
-    with the same folder finds it). Returns (source, whether the file was written)."""
-    from fedjoule import __version__
-    from fedjoule.scenarios.loading import scenario_yaml
-    from fedjoule.scenarios.schema import Scenario
-    from fedjoule.storage import write_text_atomically
-
-    if not isinstance(scenario, Scenario):
-        return os.fspath(scenario), False
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "scenario.yaml"
-    header = f"# the scenario given to fedjoule {__version__} from Python; every field is shown\n"
-    write_text_atomically(path, header + scenario_yaml(scenario))
-    return str(path), True
-
-
-def _undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[str]) -> None:
-    """After a failure before the command wrote anything: remove the scenario file (and the
-    folder) `_source` made."""
-    if not written or any((folder / n).exists() for n in outputs):
-        return
-    (folder / "scenario.yaml").unlink(missing_ok=True)
-    if created:
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
-
-
 def _styled(style: str | None):
     """The plots of an API call in `style` (None: as they are), the setting undone after."""
     from contextlib import nullcontext
@@ -661,16 +629,10 @@ def run(
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
-    import torch
-
     from fedjoule import arguments
-    from fedjoule.cli import EXECUTORS
-    from fedjoule.errors import FedjouleError, RunDiverged
-    from fedjoule.folders import stamped_folder
-    from fedjoule.scenarios.plausibility import plausibility_warnings
-    from fedjoule.simulator.run import run_scenario
-    from fedjoule.simulator.world import pick_device
-    from fedjoule.threads import run_threads
+    from fedjoule.commands.run import RunOptions
+    from fedjoule.commands.run import run as train
+    from fedjoule.errors import RunDiverged
 
     # everything is checked before anything is created (as `fedjoule run` does)
     _check_scenario(scenario, optional=True)
@@ -682,6 +644,28 @@ def run(
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
     style = arguments.plot_style("plot_style", plot_style)
     backends = arguments.tracking("track", track)
+    loaded = _run_scenario(scenario, out, overrides, resume, backends)
+    options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
+    display = _Display(quiet)
+    view = _RunDisplay(display, style, resume, on_round)
+    try:
+        train(loaded, _out(out), options, view)
+    except RunDiverged:  # its files are written; the result says so
+        pass
+    result = RunResult.from_folder(view.folder)
+    for note in result.summary.get("notes") or []:  # (the energy model)
+        display.say(f"note: {note}")
+    display.say(f"results in {view.folder}")
+    return result
+
+
+def _run_scenario(
+    scenario: Any, out: Any, overrides: Any, resume: bool, backends: list[str] | None
+) -> Scenario | None:
+    """The Scenario a run plays, with the tracking asked for; None for a resumed run (the
+    scenario recorded in `out`, which a scenario given must equal)."""
+    from fedjoule.errors import FedjouleError
+
     if resume and backends:
         raise FedjouleError(
             "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
@@ -691,61 +675,45 @@ def run(
     overrides = _with_tracking(overrides, backends)
     if resume and out is None:
         raise FedjouleError("resume=True needs the run folder to continue: out=...")
-    loaded = None
-    if resume:
-        if scenario is not None:
-            _check_recorded(_scenario(scenario, None), Path(out))
-    else:
-        loaded = _scenario(scenario, overrides)
-    pick_device(device)
-    display = _Display(quiet)
-    say = display.say
-    if loaded is not None:
-        for warning in plausibility_warnings(loaded):
-            say(f"warning: {warning}")
-    folder = Path(out) if out is not None else stamped_folder("runs", loaded.name)
-    total = 0
+    if not resume:
+        return _scenario(scenario, overrides)
+    if scenario is not None:
+        _check_recorded(_scenario(scenario, None), Path(out))
+    return None
 
-    def on_start(world, first_round: int) -> None:
-        nonlocal total
-        total = world.scenario.training.rounds
-        if not threads:
-            torch.set_num_threads(run_threads(world))
-        name = world.scenario.name
+
+class _RunDisplay(RunView):
+    """A run in a script or a notebook: what it runs and a bar (live), else a line per
+    round; each round's row, read back, goes to the caller's `on_round`."""
+
+    def __init__(self, display: _Display, style: str | None, resume: bool, on_round):
+        self.display, self.style, self.resume, self.callback = display, style, resume, on_round
+        self.total, self.folder = 0, Path()
+
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        self.folder = folder
+        with _styled(self.style), self.display.progress:
+            yield
+
+    def warnings(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            self.display.say(f"warning: {warning}")
+
+    def on_start(self, world, first_round: int) -> None:
+        scenario, say = world.scenario, self.display.say
+        self.total = total = scenario.training.rounds
         say(
-            f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "
+            f"{scenario.name}: {scenario.population.size} clients, {world.model.n_params:,} "
             f"parameters on {world.device}, from round {first_round + 1} of {total}"
         )
-        if resume:
-            from fedjoule.cli import resume_message
+        if self.resume:
+            say(resume_message(self.folder, first_round, total))
+        self.display.start_run(scenario.name, total, first_round)
 
-            say(resume_message(folder, first_round, total))
-        display.start_run(name, total, first_round)
-
-    def record(row: dict) -> bool | None:
-        display.round_done(row, total)
-        return None if on_round is None else on_round(_round_row(row))
-
-    common = dict(
-        data_dir=data_dir, device=device, executor=executor, state_memory_mb=state_memory_mb
-    )
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        with _styled(style), display.progress:
-            run_scenario(
-                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
-            )
-    except RunDiverged:  # its files are written; the result says so
-        pass
-    finally:
-        torch.set_num_threads(before)
-    result = RunResult.from_folder(folder)
-    for note in result.summary.get("notes") or []:  # (the energy model)
-        say(f"note: {note}")
-    say(f"results in {folder}")
-    return result
+    def on_round(self, row: dict) -> bool | None:
+        self.display.round_done(row, self.total)
+        return None if self.callback is None else self.callback(_round_row(row))
 
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
@@ -832,30 +800,11 @@ def sweep(
     runs' tracked runs.
     """
     from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
     from fedjoule.planning.pareto import ACCURACIES, Objective
-    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
-    from fedjoule.run_progress import RunsProgress
 
     _check_scenario(scenario)
-    if axes is not None and grid is not None:
-        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
-    named = "axes" if grid is None else "grid"
-    axes = grid if axes is None else axes
-    if axes is None:
-        raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
-    arguments.mapping(named, axes)
-    _check_common(
-        out=out,
-        overrides=overrides,
-        backend=backend,
-        address=address,
-        workers=workers,
-        threads_per_run=threads_per_run,
-        device=device,
-        data_dir=data_dir,
-        quiet=quiet,
-    )
+    named, axes = _axes(axes, grid)
+    _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
     arguments.choice("pareto_accuracy", pareto_accuracy, ACCURACIES)
     arguments.flag("pareto_to_target", pareto_to_target)
     seed_list = arguments.seeds("seeds", seeds)
@@ -876,48 +825,88 @@ def sweep(
         Objective(pareto_accuracy, pareto_to_target),
     )
     grid_texts, sets = _grid_texts(axes, named, seed_list), override_texts(overrides)
-    folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
-    check_out_folder(folder)
     display = _Display(quiet)
-    say, watch = display.say, RunsProgress(display.progress)
-    created = not folder.exists()
-    source, written = _source(scenario, folder)
-
-    def on_plan(points, states, folders) -> None:
-        done = sum(s == "done" for s in states.values())
-        partial = sum(s == "partial" for s in states.values())
-        say(
-            f"sweep {len(points)} runs on {backend}: {done} finished (skipped), {partial} to "
-            f"resume, {len(points) - done - partial} to start; folder {folder}"
-        )
-        for line in state_lines(points, states, folders):
-            say(line)
-        watch.on_plan(points, states, folders)
-
-    def on_run(name: str, status: str) -> None:
-        say(f"{name}: {status}")
-        watch.on_run(name, status)
-
-    try:
-        with _styled(style), watch:
-            result = run_sweep(
-                source,
-                grid_texts,
-                folder,
-                sets,
-                options,
-                on_plan=on_plan,
-                on_run=on_run,
-                seeds=seed_list,
-                ci=ci,
-            )
-    except BaseException:
-        _undo_source(folder, written, created, (SWEEP_JSON,))
-        raise
+    view = _SweepDisplay(display, style, backend)
+    result = run_sweep(scenario, _out(out), grid_texts, sets, options, seed_list, ci, view)
     for warning in result.warnings:
-        say(f"warning: {warning}")
-    say(f"results in {folder}")
-    return SweepResult.from_folder(folder)
+        display.say(f"warning: {warning}")
+    display.say(f"results in {result.out}")
+    return SweepResult.from_folder(result.out)
+
+
+class _RunsDisplay(RunsView):
+    """A plan's runs in a script or a notebook: a bar per run and one over all rounds
+    (live), else lines."""
+
+    def __init__(self, display: _Display, style: str | None, label: str = "learning rounds"):
+        from fedjoule.run_progress import RunsProgress
+
+        self.style, self.say = style, display.say
+        self.watch = RunsProgress(display.progress, label=label)
+        self.folder = Path()
+
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        self.folder = folder
+        with _styled(self.style), self.watch:
+            yield
+
+    def on_plan(self, points, states, folders) -> None:
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+            self.say(line)
+        self.watch.on_plan(points, states, folders)
+
+    def on_run(self, name: str, status: str) -> None:
+        self.watch.on_run(name, status)
+
+
+class _SweepDisplay(_RunsDisplay):
+    """A sweep's runs: what it is about to do, then a line per finished run besides."""
+
+    def __init__(self, display: _Display, style: str | None, backend: str):
+        super().__init__(display, style, "rounds")
+        self.backend = backend
+
+    def on_plan(self, points, states, folders) -> None:
+        self.say(f"sweep {sweep_plan_line(points, states, self.backend, self.folder)}")
+        super().on_plan(points, states, folders)
+
+    def on_run(self, name: str, status: str) -> None:
+        self.say(f"{name}: {status}")
+        super().on_run(name, status)
+
+
+def _axes(axes: Any, grid: Any) -> tuple[str, Mapping]:
+    """The grid given as axes= or as grid= (the same), and the name it was given by."""
+    from fedjoule import arguments
+
+    if axes is not None and grid is not None:
+        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
+    named = "axes" if grid is None else "grid"
+    axes = grid if axes is None else axes
+    if axes is None:
+        raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
+    arguments.mapping(named, axes)
+    return named, axes
+
+
+def _check_many(
+    out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet
+) -> None:
+    """The arguments of the commands that run many scenarios (sweep, plan)."""
+    _check_common(
+        out=out,
+        overrides=overrides,
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=data_dir,
+        quiet=quiet,
+    )
 
 
 def _with_tracking(
@@ -970,21 +959,10 @@ def plan(
     track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
     from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_numbers, run_plan
+    from fedjoule.planning.plan import PlanOptions
 
     _check_scenario(scenario)
-    _check_common(
-        out=out,
-        overrides=overrides,
-        backend=backend,
-        address=address,
-        workers=workers,
-        threads_per_run=threads_per_run,
-        device=device,
-        data_dir=data_dir,
-        quiet=quiet,
-    )
+    _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
@@ -992,18 +970,7 @@ def plan(
     backends = arguments.tracking("track", track)
     overrides = _with_tracking(overrides, backends)
 
-    def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
-        """The command line's rules (parse_numbers) on the checked values' text."""
-        given = arguments.number_list(name, values, whole=kind is int)
-        return parse_numbers(name, ",".join(map(repr, given)), kind, minimum)
-
-    snrs = number_list("snr_db", snr_db, float)
-    bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
-    k_values = number_list("k", k, int, minimum=1)
-    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
-    arguments.grid_size(
-        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seed_list)} if seed_list else {})}
-    )
+    k_values, snrs, bandwidths = _plan_grid(k, snr_db, bandwidth_hz, seed_list)
     plot_cells = arguments.cells("cells", cells, snrs, bandwidths)
     options = PlanOptions(
         k_values=k_values,
@@ -1016,28 +983,29 @@ def plan(
         seeds=seed_list,
     )
     sets = override_texts(overrides)
-    folder = Path(out) if out is not None else stamped_folder("plans", _label(scenario))
-    check_out_folder(folder)
-    created = not folder.exists()
-    source, written = _source(scenario, folder)
-    from fedjoule.planning.sweep import state_lines
-    from fedjoule.run_progress import RunsProgress
+    result = run_plan(scenario, _out(out), sets, options, _RunsDisplay(_Display(quiet), style))
+    return PlanResult.from_folder(result.out)
 
-    display = _Display(quiet)
-    say, watch = display.say, RunsProgress(display.progress, label="learning rounds")
 
-    def on_plan(points, states, folders) -> None:  # (a restarted plan's runs)
-        for line in state_lines(points, states, folders):
-            say(line)
-        watch.on_plan(points, states, folders)
+def _plan_grid(k: Any, snr_db: Any, bandwidth_hz: Any, seeds: list[int] | None) -> tuple:
+    """The plan's k, snr_db and bandwidth_hz as lists, checked by the command line's rules
+    (parse_numbers) on the checked values' text; the grid (times the seeds) at most
+    MAX_RUNS cells."""
+    from fedjoule import arguments
+    from fedjoule.planning.plan import parse_numbers
 
-    try:
-        with _styled(style), watch:
-            run_plan(source, folder, sets, options, say=say, on_plan=on_plan, on_run=watch.on_run)
-    except BaseException:
-        _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
-        raise
-    return PlanResult.from_folder(folder)
+    def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
+        given = arguments.number_list(name, values, whole=kind is int)
+        return parse_numbers(name, ",".join(map(repr, given)), kind, minimum)
+
+    snrs = number_list("snr_db", snr_db, float)
+    bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
+    k_values = number_list("k", k, int, minimum=1)
+    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
+    arguments.grid_size(
+        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seeds)} if seeds else {})}
+    )
+    return k_values, snrs, bandwidths
 
 
 # --------------------------------------------------------------------------- capacity
@@ -1077,10 +1045,9 @@ def capacity(
     never).
     """
     from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.capacity import OVER, SEARCHES, plan_capacity
-    from fedjoule.planning.capacity_report import print_capacity, write_capacity
-    from fedjoule.simulator.system_world import build_system_world
+    from fedjoule.commands.capacity import CapacityOptions
+    from fedjoule.commands.capacity import capacity as plan_capacity
+    from fedjoule.planning.capacity import OVER, SEARCHES
 
     _check_scenario(scenario, optional=True)
     _check_common(out=out, overrides=overrides, quiet=quiet)
@@ -1091,31 +1058,42 @@ def capacity(
     arguments.real("quantile", quantile, 0, 1, low_open=True)
     arguments.choice("over", over, OVER)
     seeds = arguments.seeds("seeds", seeds)
-    loaded = _scenario(scenario, overrides)
-    folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
-    check_out_folder(folder)
-    world = build_system_world(loaded)
+    options = CapacityOptions(search, deadline_s, energy_budget_j, rounds, quantile, over, seeds)
     display = _Display(quiet)
-    display.say(f"capacity: {loaded.name}, search {search}, simulating the system only ...")
-    figures = plan_capacity(
-        loaded,
-        world,
-        search=search,
-        deadline_s=deadline_s,
-        energy_budget_j=energy_budget_j,
-        rounds=rounds,
-        quantile=quantile,
-        over=over,
-        seeds=seeds,
+    done = plan_capacity(
+        _scenario(scenario, overrides), _out(out), options, _CapacityDisplay(display)
     )
-    if display.shown:
+    display.say(f"results in {done.folder}")
+    return CapacityResult.from_folder(done.folder)
+
+
+class _CapacityDisplay(CapacityView):
+    """capacity in a script or a notebook: what it does, then the figures' table."""
+
+    def __init__(self, display: _Display):
+        self.display = display
+
+    @contextmanager
+    def planning(self, scenario: Scenario, options: Any) -> Iterator[None]:
+        search = options.search
+        self.display.say(
+            f"capacity: {scenario.name}, search {search}, simulating the system only ..."
+        )
+        yield None
+
+    def figures(self, scenario: Scenario, figures: dict) -> None:
+        if not self.display.shown:
+            return
         from rich.console import Console
 
-        console = display.console if display.console.is_jupyter else None
+        from fedjoule.planning.capacity_report import print_capacity
+
+        console = self.display.console if self.display.console.is_jupyter else None
         console = console or Console(stderr=True, markup=False, emoji=False)
         if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
             console.print(f"notice: {figures['engine_notice']}")
-        print_capacity(console, loaded, figures)
-    write_capacity(folder, figures)
-    display.say(f"results in {folder}")
-    return CapacityResult.from_folder(folder)
+        print_capacity(console, scenario, figures)
+
+
+def _out(out: str | os.PathLike[str] | None) -> Path | None:
+    return None if out is None else Path(out)

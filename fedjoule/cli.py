@@ -14,11 +14,21 @@ from rich.table import Table
 from rich.text import Text
 
 from fedjoule import __version__, arguments
+from fedjoule.commands.capacity import CapacityOptions, CapacityView
+from fedjoule.commands.capacity import capacity as plan_capacity
+from fedjoule.commands.common import EXECUTORS, resume_message, scenario_label
+from fedjoule.commands.many import RunsView
+from fedjoule.commands.plan import plan as run_plan
+from fedjoule.commands.report import report as compare_runs
+from fedjoule.commands.run import RunOptions, RunView, run_system_only
+from fedjoule.commands.run import run as train
+from fedjoule.commands.sweep import plan_line as sweep_plan_line
+from fedjoule.commands.sweep import sweep as run_sweep
+from fedjoule.commands.validate import ValidateOptions
+from fedjoule.commands.validate import validate as validate_scenario
 from fedjoule.errors import FedjouleError
-from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.folders import stamped_folder
 from fedjoule.run_progress import RunsProgress, many_runs_progress
-
-EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
 
 app = typer.Typer(
     add_completion=False,
@@ -151,11 +161,6 @@ def print_notes(warnings: list[str]) -> None:
         errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
 
 
-def scenario_label(scenario: str) -> str:
-    """A built-in scenario's name, or a YAML file's stem."""
-    return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
-
-
 def progress_bar(quiet: bool) -> Progress:
     """The bar of long commands: description, bar, done/total, a status field, time spent
     and time left."""
@@ -263,69 +268,79 @@ SeedsOption = Annotated[
 ]
 
 
+ScenarioArgument = Annotated[str, typer.Argument(help="A built-in scenario name or a YAML file.")]
+RunOutOption = Annotated[
+    Path | None,
+    typer.Option(parser=output_folder, help="Output folder (default runs/<name>-<time>)."),
+]
+RunDeviceOption = Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")]
+ExecutorOption = Annotated[
+    str,
+    typer.Option(
+        help="vectorised (all clients at once; hand-batched for dense models), vmap "
+        "(plain torch.func vmap, for comparison), compiled (vmap through "
+        "torch.compile: slow to start, for GPUs) or sequential (the reference)."
+    ),
+]
+ResumeOption = Annotated[
+    bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
+]
+ThreadsOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        max=arguments.MAX_THREADS,
+        help="CPU threads for torch (default: one when a local step of the round's "
+        "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep "
+        "after 300 spins, GOMP_SPINCOUNT). Results are bit-identical for the same count.",
+    ),
+]
+StateMemoryOption = Annotated[
+    float,
+    typer.Option(
+        min=0,
+        max=arguments.MAX_MEMORY_MB,
+        help="Client state (SCAFFOLD c_i, FedDyn g_i, ...) kept in memory; beyond it rows "
+        "spill to client_state.bin in the run folder.",
+    ),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+NoTrainOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-train",
+        help="System only: availability, selection, channel, time and energy without "
+        "data or training (numpy engine, millions of devices; docs/system-engine.md).",
+    ),
+]
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        help="With --no-train: auto (numpy, or SimPy where numpy cannot), numpy, or simpy "
+        "(the SimPy engine with training skipped)."
+    ),
+]
+
+
 @app.command()
 def run(
-    scenario: Annotated[
-        str, typer.Argument(help="A built-in scenario name or a YAML file.")
-    ] = "default",
-    out: Annotated[
-        Path | None,
-        typer.Option(parser=output_folder, help="Output folder (default runs/<name>-<time>)."),
-    ] = None,
+    scenario: ScenarioArgument = "default",
+    out: RunOutOption = None,
     set_: SetOption = None,
-    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
+    device: RunDeviceOption = "auto",
     data_dir: DataDirOption = None,
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="vectorised (all clients at once; hand-batched for dense models), vmap "
-            "(plain torch.func vmap, for comparison), compiled (vmap through "
-            "torch.compile: slow to start, for GPUs) or sequential (the reference)."
-        ),
-    ] = "vectorised",
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
-    ] = False,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            max=arguments.MAX_THREADS,
-            help="CPU threads for torch (default: one when a local step of the round's "
-            "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep "
-            "after 300 spins, GOMP_SPINCOUNT). Results are bit-identical for the same count.",
-        ),
-    ] = None,
-    state_memory_mb: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            max=arguments.MAX_MEMORY_MB,
-            help="Client state (SCAFFOLD c_i, FedDyn g_i, ...) kept in memory; beyond it rows "
-            "spill to client_state.bin in the run folder.",
-        ),
-    ] = 2048,
+    executor: ExecutorOption = "vectorised",
+    resume: ResumeOption = False,
+    threads: ThreadsOption = None,
+    state_memory_mb: StateMemoryOption = 2048,
     seeds: SeedsOption = None,
     track: TrackOption = None,
     plot_format: PlotFormatOption = "png",
     plot_style: PlotStyleOption = None,
     ci: CiOption = "t",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    no_train: Annotated[
-        bool,
-        typer.Option(
-            "--no-train",
-            help="System only: availability, selection, channel, time and energy without "
-            "data or training (numpy engine, millions of devices; docs/system-engine.md).",
-        ),
-    ] = False,
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="With --no-train: auto (numpy, or SimPy where numpy cannot), numpy, or simpy "
-            "(the SimPy engine with training skipped)."
-        ),
-    ] = "auto",
+    quiet: QuietOption = False,
+    no_train: NoTrainOption = False,
+    engine: EngineOption = "auto",
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
 ) -> None:
@@ -370,12 +385,7 @@ def run(
         )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
-    import torch
-
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.simulator.run import run_scenario
-    from fedjoule.simulator.world import pick_device
-    from fedjoule.threads import run_threads
 
     # everything is checked before anything is created
     if executor not in EXECUTORS:
@@ -385,71 +395,99 @@ def run(
     if resume and out is None:
         raise FedjouleError("--resume needs the run folder to continue: --out DIR")
     loaded = None if resume else load_scenario(scenario, set_ or [])
-    pick_device(device)
-    if loaded is not None:
-        print_warnings(loaded)
-    out = out or stamped_folder("runs", loaded.name)  # (run_scenario checks it)
-    if threads:
-        torch.set_num_threads(threads)
-    progress = progress_bar(quiet)
-    task = None
-    finished: int | None = None  # the last round whose results and checkpoint are on disk
+    options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
+    print_run(*train(loaded, out, options, RunBar(quiet, resume)))
 
-    def on_start(world, first_round: int) -> None:
-        nonlocal task, finished
-        if not threads:
-            torch.set_num_threads(run_threads(world))
-        name = world.scenario.name
-        console.print(
-            Text.assemble(
-                bold(name),
-                f": {world.scenario.population.size} clients, "
-                f"{plugin_label(world.scenario.algorithm, 'class_')}, "
-                f"model {plugin_label(world.scenario.model, 'factory')} "
-                f"({world.model.n_params:,} parameters) on {world.device}",
-            ),
-            soft_wrap=True,
-        )
-        if resume:
-            console.print(resume_message(out, first_round, world.scenario.training.rounds))
-        task = progress.add_task(
-            name, total=world.scenario.training.rounds, completed=first_round, status=""
-        )
-        finished = first_round - 1 if first_round else None
 
-    def on_round(row: dict) -> None:
-        nonlocal finished
-        finished = row["round"]
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        if row.get("accuracy") is not None:
-            status += f"  acc {row['accuracy']:.3f}"
-        progress.update(task, advance=1, status=status)
-
-    def stopped() -> str:
-        if not (out / "scenario.yaml").exists():
-            return "interrupted before the run started; nothing was written"
-        if finished is not None:
-            when = f" after round {finished}"
-        else:
-            when = "" if resume else " before the first round finished"
-        return f"interrupted{when}; continue with: fedjoule run --resume --out {out}"
-
-    with stop_message(stopped), progress:
-        out_dir, summary = run_scenario(
-            loaded,
-            out,
-            data_dir=data_dir,
-            device=device,
-            executor=executor,
-            resume=resume,
-            state_memory_mb=state_memory_mb,
-            on_start=on_start,
-            on_round=on_round,
-        )
+def print_run(out_dir: Path, summary: dict) -> None:
+    """A finished run: its summary, energy per participation, folder and tracking."""
     print_summary(summary)
     print_energy_per_participation(out_dir)
     console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
     print_tracked(out_dir)
+
+
+class RunBar(RunView):
+    """A run on the terminal: what it runs, a bar over its rounds; Ctrl-C says how to go
+    on."""
+
+    def __init__(self, quiet: bool, resume: bool = False):
+        self.progress = progress_bar(quiet)
+        self.resume, self.task, self.folder = resume, None, Path()
+        self.finished: int | None = None  # the last round whose results are on disk
+
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        self.folder = folder
+        with stop_message(self.stopped), self.progress:
+            yield
+
+    def warnings(self, warnings: list[str]) -> None:
+        print_notes(warnings)
+
+    def on_start(self, world, first_round: int) -> None:
+        scenario = world.scenario
+        console.print(
+            Text.assemble(
+                bold(scenario.name),
+                f": {scenario.population.size} clients, "
+                f"{plugin_label(scenario.algorithm, 'class_')}, "
+                f"model {plugin_label(scenario.model, 'factory')} "
+                f"({world.model.n_params:,} parameters) on {world.device}",
+            ),
+            soft_wrap=True,
+        )
+        total = scenario.training.rounds
+        if self.resume:
+            console.print(resume_message(self.folder, first_round, total))
+        self.task = self.progress.add_task(
+            scenario.name, total=total, completed=first_round, status=""
+        )
+        self.finished = first_round - 1 if first_round else None
+
+    def on_round(self, row: dict) -> None:
+        self.finished = row["round"]
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        if row.get("accuracy") is not None:
+            status += f"  acc {row['accuracy']:.3f}"
+        self.progress.update(self.task, advance=1, status=status)
+
+    def stopped(self) -> str:
+        out = self.folder
+        if not (out / "scenario.yaml").exists():
+            return "interrupted before the run started; nothing was written"
+        if self.finished is not None:
+            when = f" after round {self.finished}"
+        else:
+            when = "" if self.resume else " before the first round finished"
+        return f"interrupted{when}; continue with: fedjoule run --resume --out {out}"
+
+
+class SystemBar(RunBar):
+    """A --no-train run on the terminal: what it runs and on which engine, a bar."""
+
+    def on_system_start(self, world, chosen: str, notices: list[str]) -> None:
+        for notice in notices:
+            errors.print(Text.assemble(("notice:", "yellow"), " ", notice), soft_wrap=True)
+        scenario = world.scenario
+        console.print(
+            Text.assemble(
+                bold(scenario.name),
+                f": {scenario.population.size:,} clients, no training, {chosen} engine, "
+                f"model {scenario.model.name} ({world.n_params:,} parameters)",
+            ),
+            soft_wrap=True,
+        )
+        total = scenario.training.rounds
+        self.task = self.progress.add_task(scenario.name, total=total, status="")
+
+    def on_round(self, row: dict) -> None:
+        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
+        self.progress.update(self.task, advance=1, status=status)
+
+    def stopped(self) -> str:
+        out = self.folder
+        return f"interrupted; a --no-train run cannot be continued (rounds so far in {out})"
 
 
 def print_energy_per_participation(out_dir: Path) -> None:
@@ -467,74 +505,14 @@ def print_energy_per_participation(out_dir: Path) -> None:
         console.print("energy per participation: " + ", ".join(parts), soft_wrap=True)
 
 
-def resume_message(out: Path, first_round: int, total: int) -> str:
-    """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
-    (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
-    from fedjoule.simulator.checkpoint import NAME
-
-    if first_round == 0:
-        return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
-    if first_round >= total:
-        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
-    done = (
-        "1 round done (rounds.csv row 0)"
-        if first_round == 1
-        else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
-    )
-    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
-
-
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
     """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.simulator.system_run import run_system
 
     if resume:
         raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
     loaded = load_scenario(scenario, set_)
-    print_warnings(loaded)
-    out = out or stamped_folder("runs", f"{loaded.name}-system")
-    check_out_folder(out)
-    progress = progress_bar(quiet)
-    task = None
-
-    def on_start(world, chosen: str, notices: list[str]) -> None:
-        nonlocal task
-        for notice in notices:
-            errors.print(Text.assemble(("notice:", "yellow"), " ", notice), soft_wrap=True)
-        console.print(
-            Text.assemble(
-                bold(loaded.name),
-                f": {loaded.population.size:,} clients, no training, {chosen} engine, "
-                f"model {loaded.model.name} ({world.n_params:,} parameters)",
-            ),
-            soft_wrap=True,
-        )
-        task = progress.add_task(loaded.name, total=loaded.training.rounds, status="")
-
-    def on_round(row: dict) -> None:
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        progress.update(task, advance=1, status=status)
-
-    def stopped() -> str:
-        return f"interrupted; a --no-train run cannot be continued (rounds so far in {out})"
-
-    with stop_message(stopped), progress:
-        out_dir, summary = run_system(
-            loaded, out, engine=engine, on_start=on_start, on_round=on_round
-        )
-    print_summary(summary)
-    print_energy_per_participation(out_dir)
-    console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
-    print_tracked(out_dir)
-
-
-def print_warnings(scenario) -> None:
-    """Legal values that are almost surely unit slips (saved in the run folder too)."""
-    from fedjoule.scenarios.plausibility import plausibility_warnings
-
-    for warning in plausibility_warnings(scenario):
-        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
+    print_run(*run_system_only(loaded, out, engine, SystemBar(quiet)))
 
 
 def print_summary(summary: dict) -> None:
@@ -640,13 +618,10 @@ def sweep(
     ci_method(ci)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
-    from fedjoule.planning.grid import table_columns
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
-    from fedjoule.report.compare import aggregate_table, summary_table
-    from fedjoule.seeds import parse_seeds
+    from fedjoule.planning.sweep import SweepOptions
 
-    seed_list = parse_seeds(seeds)
+    seed_list = arguments.seeds_text(seeds)
 
     options = SweepOptions(
         backend=backend,
@@ -657,55 +632,81 @@ def sweep(
         data_dir=str(data_dir) if data_dir else None,
         objective=Objective(pareto_accuracy, pareto_to_target),
     )
-    out = out or stamped_folder("sweeps", scenario_label(scenario))
-    check_out_folder(out)
-    watch = RunsProgress(many_runs_progress(console, quiet))
+    view = SweepBars(quiet, backend)
+    result = run_sweep(scenario, out, grid or [], set_ or [], options, seed_list, ci, view)
+    print_sweep(result, options.objective, seed_list, ci)
 
-    def on_plan(points, states, folders) -> None:
-        done = sum(s == "done" for s in states.values())
-        partial = sum(s == "partial" for s in states.values())
-        watch.progress.console.print(
-            Text.assemble(
-                bold("sweep"),
-                f" {len(points)} runs on {backend}: {done} finished (skipped), "
-                f"{partial} to resume, {len(points) - done - partial} to start; folder {out}",
-            ),
-            soft_wrap=True,
-        )
-        for line in state_lines(points, states, folders):
-            watch.progress.console.print(line, soft_wrap=True)
-        watch.on_plan(points, states, folders)
 
-    def stopped() -> str:
-        return f"interrupted; run the same command with --out {out} to finish the sweep"
+def print_sweep(result, objective, seeds: list[int] | None, ci: str) -> None:
+    """A sweep's table (and its means over seeds), its warnings and where it is."""
+    from fedjoule.planning.grid import table_columns
+    from fedjoule.report.compare import aggregate_table, summary_table
 
-    with stop_message(stopped), watch:
-        result = run_sweep(
-            scenario,
-            grid or [],
-            out,
-            set_ or [],
-            options,
-            on_plan=on_plan,
-            on_run=watch.on_run,
-            seeds=seed_list,
-            ci=ci,
-        )
     keys = result.grid_keys if result.rows else []
-    objective = options.objective
     shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
     console.print(summary_table(shown_rows, shown_keys, sweep_title(objective), objective))
-    if seed_list:
+    if seeds:
         title = f"mean ± 95 % CI over seeds ({ci})"
         shown_keys, means = table_columns(keys, result.aggregate)
         console.print(aggregate_table(means, shown_keys, title, objective))
     print_notes(result.warnings)
-    files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
+    files = "aggregate.csv/json, *_mean.png" if seeds else "pareto_*.png"
     console.print(
         Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),
         soft_wrap=True,
     )
     print_tracked(result.out)
+
+
+class RunsBars(RunsView):
+    """A plan's runs on the terminal: a bar per run in flight and one over all rounds;
+    Ctrl-C says how to go on."""
+
+    AGAIN = "resume its runs"
+
+    def __init__(self, quiet: bool, label: str = "learning rounds"):
+        self.watch = RunsProgress(many_runs_progress(console, quiet), label=label)
+        self.on_run, self.on_replays, self.on_replay = (
+            self.watch.on_run,
+            self.watch.replays,
+            self.watch.replayed,
+        )
+        self.folder = Path()
+
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        def stopped() -> str:
+            return f"interrupted; run the same command with --out {folder} to {self.AGAIN}"
+
+        self.folder = folder
+        with stop_message(stopped), self.watch:
+            yield
+
+    def say(self, text: str) -> None:
+        self.watch.progress.console.print(text, soft_wrap=True)
+
+    def on_plan(self, points, states, folders) -> None:
+        from fedjoule.planning.sweep import state_lines
+
+        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+            self.say(line)
+        self.watch.on_plan(points, states, folders)
+
+
+class SweepBars(RunsBars):
+    """A sweep's runs on the terminal: what it is about to do, then the bars."""
+
+    AGAIN = "finish the sweep"
+
+    def __init__(self, quiet: bool, backend: str):
+        super().__init__(quiet, "rounds")
+        self.on_replays = self.on_replay = None
+        self.backend = backend
+
+    def on_plan(self, points, states, folders) -> None:
+        line = sweep_plan_line(points, states, self.backend, self.folder)
+        self.watch.progress.console.print(Text.assemble(bold("sweep"), " ", line), soft_wrap=True)
+        super().on_plan(points, states, folders)
 
 
 def print_tracked(out: Path) -> None:
@@ -749,16 +750,9 @@ def report(
     use_plot_style(plot_style)
     ci_method(ci)
     from fedjoule.planning.pareto import Objective
-    from fedjoule.report.compare import (
-        aggregate_table,
-        compare_runs,
-        default_report_dir,
-        summary_table,
-    )
+    from fedjoule.report.compare import aggregate_table, summary_table
 
     objective = Objective(pareto_accuracy, pareto_to_target)
-    out = out or default_report_dir()
-    check_out_folder(out)
     result = compare_runs(run_dirs, out, objective, ci)
     console.print(summary_table(result.rows, title="runs", objective=objective))
     if result.aggregate:
@@ -838,101 +832,102 @@ def capacity(
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
-
-    from fedjoule.planning.capacity import plan_capacity
-    from fedjoule.planning.capacity_report import print_capacity, write_capacity
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.seeds import parse_seeds
-    from fedjoule.simulator.system_world import build_system_world
 
-    seed_list = parse_seeds(seeds)
+    options = CapacityOptions(
+        search, deadline_s, energy_budget_j, rounds, quantile, over, arguments.seeds_text(seeds)
+    )
     loaded = load_scenario(scenario, set_ or [])
-    folder = out or stamped_folder("runs", f"{loaded.name}-capacity")
-    check_out_folder(folder)
-    world = None if seed_list else build_system_world(loaded)
-    progress = progress_bar(quiet)
-    with progress:
-        task = progress.add_task("candidates", total=None, status="")
+    done = plan_capacity(loaded, out, options, CapacityBar(quiet))
+    console.print(Text.assemble("results in ", bold(done.folder)), soft_wrap=True)
 
-        def on_step(figures: dict) -> None:
-            def g(key: str) -> str:
-                return "—" if figures[key] is None else f"{figures[key]:.4g}"
 
-            status = (
-                f"seed {figures['seed']}, m={figures['clients_per_round']}, "
-                f"B={g('uplink_bandwidth_hz')} Hz: client {g('client_time_s')} s, "
-                f"round {g('round_time_s')} s, device {g('device_energy_j')} J"
-            )
-            progress.update(task, advance=1, status=status)
+class CapacityBar(CapacityView):
+    """capacity on the terminal: a bar over the candidates, then the figures' table."""
 
-        plan = plan_capacity(
-            loaded,
-            world,
-            search=search,
-            deadline_s=deadline_s,
-            energy_budget_j=energy_budget_j,
-            rounds=rounds,
-            quantile=quantile,
-            over=over,
-            seeds=seed_list,
-            on_step=on_step,
-        )
-    if plan["engine_notice"]:
-        errors.print(Text.assemble(("notice:", "yellow"), " ", plan["engine_notice"]))
-    print_capacity(console, loaded, plan)
-    write_capacity(folder, plan)
-    console.print(Text.assemble("results in ", bold(folder)), soft_wrap=True)
+    def __init__(self, quiet: bool):
+        self.progress = progress_bar(quiet)
+
+    @contextmanager
+    def planning(self, scenario, options: CapacityOptions) -> Iterator[Callable]:
+        with self.progress:
+            task = self.progress.add_task("candidates", total=None, status="")
+
+            def on_step(figures: dict) -> None:
+                def g(key: str) -> str:
+                    return "—" if figures[key] is None else f"{figures[key]:.4g}"
+
+                status = (
+                    f"seed {figures['seed']}, m={figures['clients_per_round']}, "
+                    f"B={g('uplink_bandwidth_hz')} Hz: client {g('client_time_s')} s, "
+                    f"round {g('round_time_s')} s, device {g('device_energy_j')} J"
+                )
+                self.progress.update(task, advance=1, status=status)
+
+            yield on_step
+
+    def figures(self, scenario, figures: dict) -> None:
+        from fedjoule.planning.capacity_report import print_capacity
+
+        if figures["engine_notice"]:
+            errors.print(Text.assemble(("notice:", "yellow"), " ", figures["engine_notice"]))
+        print_capacity(console, scenario, figures)
+
+
+PlanScenarioArgument = Annotated[
+    str, typer.Argument(help="A built-in scenario name or a YAML file (with a target).")
+]
+KOption = Annotated[str, typer.Option("--k", help="Local steps K to compare, comma-separated.")]
+SnrOption = Annotated[
+    str, typer.Option(help="SNR grid (dB), set as channel.snr_db, comma-separated.")
+]
+BandwidthOption = Annotated[
+    str,
+    typer.Option(help="Uplink bandwidth grid (Hz), channel.uplink_bandwidth_hz, comma-separated."),
+]
+MaxRoundsOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        max=arguments.MAX_ROUNDS,
+        help="Rounds cap of every learning run (default the scenario's training.rounds); "
+        "a K that has not reached the target by then is reported as not reached.",
+    ),
+]
+CellsOption = Annotated[
+    str | None,
+    typer.Option(help="Cells drawn in energy_vs_k.png: SNR:BW,... (default: the grid's corners)."),
+]
+PerCellOption = Annotated[
+    bool,
+    typer.Option(
+        "--per-cell",
+        help="Run every (K, cell) as its own learning run even where one run per K "
+        "could price the grid (a check of the repricing; slower).",
+    ),
+]
+PlanOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        parser=output_folder,
+        help="Plan folder (default plans/<name>-<time>); give it again to resume the "
+        "learning runs of an interrupted plan.",
+    ),
+]
+BarsQuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 
 
 @app.command()
 def plan(
-    scenario: Annotated[
-        str, typer.Argument(help="A built-in scenario name or a YAML file (with a target).")
-    ],
-    k: Annotated[
-        str, typer.Option("--k", help="Local steps K to compare, comma-separated.")
-    ] = "1,2,5,10,20,50",
-    snr_db: Annotated[
-        str, typer.Option(help="SNR grid (dB), set as channel.snr_db, comma-separated.")
-    ] = "0,10,20,30",
-    bandwidth_hz: Annotated[
-        str,
-        typer.Option(
-            help="Uplink bandwidth grid (Hz), channel.uplink_bandwidth_hz, comma-separated."
-        ),
-    ] = "1e5,1e6,1e7",
+    scenario: PlanScenarioArgument,
+    k: KOption = "1,2,5,10,20,50",
+    snr_db: SnrOption = "0,10,20,30",
+    bandwidth_hz: BandwidthOption = "1e5,1e6,1e7",
     set_: SetOption = None,
-    max_rounds: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            max=arguments.MAX_ROUNDS,
-            help="Rounds cap of every learning run (default the scenario's training.rounds); "
-            "a K that has not reached the target by then is reported as not reached.",
-        ),
-    ] = None,
-    cells: Annotated[
-        str | None,
-        typer.Option(
-            help="Cells drawn in energy_vs_k.png: SNR:BW,... (default: the grid's corners)."
-        ),
-    ] = None,
-    per_cell: Annotated[
-        bool,
-        typer.Option(
-            "--per-cell",
-            help="Run every (K, cell) as its own learning run even where one run per K "
-            "could price the grid (a check of the repricing; slower).",
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            parser=output_folder,
-            help="Plan folder (default plans/<name>-<time>); give it again to resume the "
-            "learning runs of an interrupted plan.",
-        ),
-    ] = None,
+    max_rounds: MaxRoundsOption = None,
+    cells: CellsOption = None,
+    per_cell: PerCellOption = False,
+    out: PlanOutOption = None,
     backend: BackendOption = "local",
     address: AddressOption = None,
     workers: WorkersOption = None,
@@ -942,7 +937,7 @@ def plan(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     plot_style: PlotStyleOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: BarsQuietOption = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
     track: TrackOption = None,
@@ -960,9 +955,8 @@ def plan(
     use_plot_style(plot_style)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
-    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
+    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers
     from fedjoule.planning.sweep import SweepOptions
-    from fedjoule.seeds import parse_seeds
 
     snrs = parse_numbers("--snr-db", snr_db, float)
     bandwidths = parse_numbers("--bandwidth-hz", bandwidth_hz, float, minimum=1e-300)
@@ -973,7 +967,7 @@ def plan(
         max_rounds=max_rounds,
         plot_cells=parse_cells(cells, snrs, bandwidths) if cells else None,
         per_cell=per_cell,
-        seeds=parse_seeds(seeds),
+        seeds=arguments.seeds_text(seeds),
         sweep=SweepOptions(
             backend=backend,
             address=address,
@@ -983,42 +977,32 @@ def plan(
             data_dir=str(data_dir) if data_dir else None,
         ),
     )
-    folder = out or stamped_folder("plans", scenario_label(scenario))
-    check_out_folder(folder)
+    result = run_plan(scenario, out, set_ or [], options, RunsBars(quiet))
+    console.print(kstar_table(result.method, result.best, bool(options.seeds)))
+    console.print(f"method: {result.method}: {result.reason}", soft_wrap=True)
+    console.print(
+        Text.assemble(
+            "results in ",
+            bold(result.out),
+            " (plan.csv, plan.json, kstar_heatmap.png, energy_vs_k.png"
+            + (f", {result.breakeven['figure']})" if "figure" in result.breakeven else ")"),
+        ),
+        soft_wrap=True,
+    )
+    print_tracked(result.out)
 
-    def stopped() -> str:
-        return f"interrupted; run the same command with --out {folder} to resume its runs"
 
-    watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
-
-    def on_plan(points, states, folders) -> None:
-        from fedjoule.planning.sweep import state_lines
-
-        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
-            watch.progress.console.print(line, soft_wrap=True)
-        watch.on_plan(points, states, folders)
-
-    with stop_message(stopped), watch:
-        result = run_plan(
-            scenario,
-            folder,
-            set_ or [],
-            options,
-            say=lambda s: watch.progress.console.print(s, soft_wrap=True),
-            on_plan=on_plan,
-            on_run=watch.on_run,
-            on_replays=watch.replays,
-            on_replay=watch.replayed,
-        )
+def kstar_table(method: str, best: list[dict], seeds: bool):
+    """K* per cell as a table that never cuts a value; with seeds, means and their CI."""
     from fedjoule.report.terminal import FittedTable
 
-    table = FittedTable(title=f"K* per cell ({result.method})", keys=2)  # never cuts a value
+    table = FittedTable(title=f"K* per cell ({method})", keys=2)
     columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
-    if options.seeds:
+    if seeds:
         columns[3:] = ["R(K*) mean", "E_total (J) mean ± 95 % CI", "indistinguishable K"]
     for column in columns:
         table.add_column(column)
-    for b in result.best:
+    for b in best:
         found = b["K_star"] is not None
         energy = f"{b['E_total_j']:.4g}" if found else ""
         if found and b.get("E_total_j_ci95") is not None:  # (energy >= 0: a CI cut at 0 J)
@@ -1034,19 +1018,8 @@ def plan(
             (f"{rounds:.4g}" if isinstance(rounds, float) else str(rounds)) if found else "",
             energy,
         ]
-        table.add_row(*cells, *([same] if options.seeds else []))
-    console.print(table)
-    console.print(f"method: {result.method}: {result.reason}", soft_wrap=True)
-    console.print(
-        Text.assemble(
-            "results in ",
-            bold(result.out),
-            " (plan.csv, plan.json, kstar_heatmap.png, energy_vs_k.png"
-            + (f", {result.breakeven['figure']})" if "figure" in result.breakeven else ")"),
-        ),
-        soft_wrap=True,
-    )
-    print_tracked(result.out)
+        table.add_row(*cells, *([same] if seeds else []))
+    return table
 
 
 @app.command()
@@ -1290,25 +1263,16 @@ def validate(
     trace files, the network), short of training; print what is wrong, or with --show the
     resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
-    from fedjoule.scenarios.loading import load_scenario, scenario_yaml
-    from fedjoule.simulator.system_run import choose_engine
-    from fedjoule.simulator.system_world import build_system_world
-    from fedjoule.simulator.world import build_world
+    from fedjoule.scenarios.loading import scenario_yaml
 
-    scenario = load_scenario(file, set_ or [])
-    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
-    unchecked = "custom" in named and not import_plugins
-    if no_train:  # what `run --no-train` checks before it makes its folder
-        choose_engine(scenario, "auto")
-        build_system_world(scenario)
-    elif not unchecked:  # what `run` checks: the data, the model, the world
-        build_world(scenario, data_dir=data_dir, device="cpu")
-    print_warnings(scenario)
+    options = ValidateOptions(file, set_ or [], import_plugins, no_train, data_dir)
+    checked = validate_scenario(options)
+    print_notes(checked.warnings)
     if show:  # stdout holds only the YAML, unwrapped
-        sys.stdout.write(scenario_yaml(scenario))
+        sys.stdout.write(scenario_yaml(checked.scenario))
         sys.stdout.flush()
     note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
-    (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
+    (errors if show else console).print(f"{file}: valid{note * checked.unchecked}", soft_wrap=True)
 
 
 traces_app = typer.Typer(
