@@ -7,10 +7,11 @@ returning their results as Python values (docs/api.md).
     result = fedjoule.run(scenario, "runs/first")
     result.summary["final_accuracy"], result.rounds[-1]["cumulative_energy_j"]
 
-Each function calls the same library code as the command line, writes the same files into
-its folder and reads them back: a result's tables are its folder's CSV files, row for
-row, with the types restored (`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError`
-with the message the command line prints.
+Each function is the command line's command (fedjoule/commands/, the one layer under
+both): it writes the same files into its folder and reads them back (fedjoule/results.py):
+a result's tables are its folder's CSV files, row for row, with the types restored
+(`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError` with the message the command
+line prints.
 
 Importing this module is cheap: torch and the simulator are imported by the functions that
 need them.
@@ -18,29 +19,32 @@ need them.
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 import os
-import re
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any
 
-from fedjoule.commands.capacity import CapacityView
-from fedjoule.commands.common import EXECUTORS, resume_message
-from fedjoule.commands.many import RunsView
+from fedjoule.api_views import (
+    CapacityDisplay,
+    Display,
+    RunDisplay,
+    RunsDisplay,
+    SweepDisplay,
+)
+from fedjoule.commands.common import EXECUTORS
 from fedjoule.commands.plan import plan as run_plan
-from fedjoule.commands.run import RunView
-from fedjoule.commands.sweep import plan_line as sweep_plan_line
 from fedjoule.commands.sweep import sweep as run_sweep
+from fedjoule.overrides import grid_texts, override_texts, value_text
+from fedjoule.results import (
+    CapacityResult,
+    PlanResult,
+    RunResult,
+    SweepResult,
+    cell_value,
+    read_table,
+)
 
 if TYPE_CHECKING:
-    import pandas
-
     from fedjoule.scenarios.schema import Scenario
 
 __all__ = [
@@ -58,341 +62,7 @@ __all__ = [
     "value_text",
 ]
 
-# columns that hold text even when a cell looks like a number ("3" cells in a one-cell run)
-TEXT_COLUMNS = frozenset(
-    {"selected_per_cell", "arrived_per_cell", "device_class", "run", "priced_by"}
-)
-_INT = re.compile(r"-?[0-9]+")
 PLUGIN_SECTIONS = ("model", "dataset", "algorithm")  # sections that may name a plug-in
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def cell_value(text: str | None, column: str = "") -> Any:
-    """A CSV cell of a fedjoule file as the value it was written for (the inverse of
-    fedjoule.report.table.cell): "" -> None (no value: a round not evaluated, a column that
-    does not apply); "nan" -> math.nan (that very object, so that rows holding it still
-    compare equal), "inf" / "-inf" -> the infinities; "True" / "False" -> bool; an integer
-    -> int; another number -> float; anything else, and every cell of a text column
-    (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
-    if not isinstance(text, str | None) or not isinstance(column, str):  # (per cell: cheap)
-        from fedjoule import arguments
-
-        arguments.text("text", text, optional=True, empty=True)
-        arguments.text("column", column, empty=True)
-    if text is None or text == "":
-        return None
-    if column in TEXT_COLUMNS:
-        return text
-    if text == "nan":
-        return math.nan
-    if text == "inf":
-        return math.inf
-    if text == "-inf":
-        return -math.inf
-    if text in ("True", "False"):
-        return text == "True"
-    if _INT.fullmatch(text):
-        return int(text)
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
-    capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
-    from fedjoule import arguments
-
-    path = arguments.path("path", path, optional=False)
-    if not path.is_file():
-        raise arguments.ArgumentError(f"path={arguments.shown(str(path))}: no such file")
-    with path.open(newline="") as f:
-        return [{k: cell_value(v, k) for k, v in row.items()} for row in csv.DictReader(f)]
-
-
-def _round_row(row: dict) -> dict[str, Any]:
-    """A round's row as rounds.csv holds it, read back: what `on_round` callbacks see."""
-    from fedjoule.report.results import ROUND_COLUMNS
-    from fedjoule.report.table import cell
-
-    return {c: cell_value(cell(row.get(c)), c) for c in ROUND_COLUMNS}
-
-
-def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
-    try:
-        import pandas
-    except ImportError:
-        raise ImportError(
-            f"{what}.to_pandas() needs pandas, which is not installed: pip install "
-            "'fedjoule[pandas]' (the rows are also plain lists of dicts)"
-        ) from None
-    return pandas.DataFrame.from_records(rows)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
-
-
-def _folder(folder: Any) -> Path:
-    from fedjoule import arguments
-
-    return arguments.path("folder", folder, optional=False)
-
-
-def _need(folder: Path, names: Sequence[str], what: str) -> None:
-    from fedjoule.errors import FedjouleError
-
-    missing = [n for n in names if not (folder / n).is_file()]
-    if missing:
-        raise FedjouleError(f"{folder}: no {' or '.join(missing)}, so not a finished {what}")
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class RunResult:
-    """A run's folder and its results.
-
-    folder: the run folder. summary: summary.json. rounds: rounds.csv, one dict per round
-    (the same dicts `on_round` received). clients: clients.csv, one dict per client.
-    stopped_early: the run ended before its last round (its `on_round` returned False);
-    `run(None, result.folder, resume=True)` plays the rest.
-    """
-
-    folder: Path
-    summary: dict[str, Any]
-    rounds: list[dict[str, Any]]
-    clients: list[dict[str, Any]]
-    stopped_early: bool = False
-
-    @property
-    def diverged(self) -> bool:
-        """The model or loss became NaN/inf (summary diverged_at_round, diverged_reason)."""
-        return self.summary.get("diverged_at_round") is not None
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> RunResult:
-        """The results of a run folder written by `run`, `fedjoule run` or a sweep."""
-        folder = _folder(folder)
-        _need(folder, ("summary.json", "rounds.csv"), "run folder")
-        stopped_early = False
-        from fedjoule.simulator import checkpoint
-
-        if (folder / checkpoint.NAME).exists():  # (--no-train runs keep none)
-            saved = checkpoint.read_checkpoint(folder / checkpoint.NAME, mmap=True)
-            stopped_early = not checkpoint.finished(saved)
-        clients = folder / "clients.csv"
-        return cls(
-            folder,
-            _read_json(folder / "summary.json"),
-            read_table(folder / "rounds.csv"),
-            read_table(clients) if clients.is_file() else [],
-            stopped_early,
-        )
-
-    def to_pandas(self) -> dict[str, pandas.DataFrame]:
-        """{"rounds": DataFrame, "clients": DataFrame} (needs pandas)."""
-        return {
-            "rounds": _frame(self.rounds, "RunResult"),
-            "clients": _frame(self.clients, "RunResult"),
-        }
-
-
-@dataclass
-class FolderResult:
-    """A command's folder, its table (the CSV, one row per line, types restored) and its
-    description (the JSON). Subclasses name the two files."""
-
-    TABLE: ClassVar[str]
-    INFO: ClassVar[str]
-
-    folder: Path
-    table: list[dict[str, Any]]
-    info: dict[str, Any]
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> Self:
-        folder = _folder(folder)
-        kind = cls.TABLE.split(".")[0]
-        _need(folder, (cls.TABLE, cls.INFO), f"{kind} folder")
-        return cls(folder, read_table(folder / cls.TABLE), _read_json(folder / cls.INFO))
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """The table as a DataFrame (needs pandas)."""
-        return _frame(self.table, type(self).__name__)
-
-
-@dataclass
-class SweepResult(FolderResult):
-    """A sweep's folder, its table (sweep.csv: one row per finished run, its grid values,
-    summary and Pareto marks) and its description (sweep.json: grid, options, every run's
-    folder and status)."""
-
-    TABLE: ClassVar[str] = "sweep.csv"
-    INFO: ClassVar[str] = "sweep.json"
-
-    @property
-    def status(self) -> dict[str, str]:
-        """Run name -> ran, resumed, skipped, diverged or failed."""
-        return {r["name"]: r.get("status") for r in self.info["runs"]}
-
-    @property
-    def run_folders(self) -> dict[str, Path]:
-        """Run name -> its run folder (inside the sweep folder)."""
-        return {r["name"]: self.folder / r["folder"] for r in self.info["runs"]}
-
-    def run(self, name: str) -> RunResult:
-        """The results of one of the sweep's runs (a name of `run_folders`)."""
-        from fedjoule import arguments
-
-        folders = self.run_folders
-        if not isinstance(name, str) or name not in folders:
-            some = ", ".join(list(folders)[:5]) + (", ..." if len(folders) > 5 else "")
-            raise arguments.ArgumentError(
-                f"name={arguments.shown(name)}: not a run of {self.folder}; its runs: {some}"
-            )
-        return RunResult.from_folder(folders[name])
-
-
-@dataclass
-class PlanResult(FolderResult):
-    """A plan's folder, its table (plan.csv: one row per K and channel cell) and its
-    description (plan.json: grid, method, K* per cell in `best`)."""
-
-    TABLE: ClassVar[str] = "plan.csv"
-    INFO: ClassVar[str] = "plan.json"
-
-    @property
-    def best(self) -> list[dict[str, Any]]:
-        """One entry per cell: snr_db, bandwidth_hz, K_star (None: no K reaches the
-        target), E_total_j and rounds_to_target."""
-        return self.info["best"]
-
-    @property
-    def method(self) -> str:
-        """reprice (one learning run per K) or per-cell; `info["reason"]` says why."""
-        return self.info["method"]
-
-
-@dataclass
-class CapacityResult(FolderResult):
-    """A capacity plan's folder, its table (capacity.csv: one row per candidate evaluated)
-    and everything else (capacity.json: the scenario's figures, the answer and its
-    figures, the limits)."""
-
-    TABLE: ClassVar[str] = "capacity.csv"
-    INFO: ClassVar[str] = "capacity.json"
-
-    @property
-    def answer(self) -> float | int | None:
-        """The largest clients_per_round or smallest uplink_bandwidth_hz meeting the limits
-        (None: none does, or search "none")."""
-        return self.info["answer"]
-
-
-# --------------------------------------------------------------------------- values as text
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def _text(value: Any) -> str:
-    """YAML flow text of a plain value; strings are quoted when plain text would not read
-    back as the same string or holds a character a grid's comma splitting looks at."""
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        return repr(value)
-    if isinstance(value, str):
-        plain = value and value == value.strip() and not set(value) & set(",[]{}'\"#\n\r\t")
-        if plain:
-            try:
-                plain = parse_yaml(value, "value") == value
-            except Exception:  # noqa: BLE001 - any text YAML refuses is quoted instead
-                plain = False
-        return value if plain else json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    return "{" + ", ".join(f"{_text(k)}: {_text(v)}" for k, v in value.items()) + "}"
-
-
-def value_text(value: Any, where: str = "value") -> str:
-    """A Python value as the YAML text of a `--set key=value` or `--grid` value; checked to
-    read back as the same value."""
-    from fedjoule import arguments
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
-    arguments.text("where", where)
-    plain = arguments.plain(where, value)
-    text = _text(plain)
-    if not _same(parse_yaml(text, where), plain):
-        raise arguments.ArgumentError(
-            f"{where}={arguments.shown(value)}: cannot be written as a scenario value"
-        )
-    return text
-
-
-def _key(key: Any, what: str) -> str:
-    from fedjoule.arguments import ArgumentTypeError, shown
-
-    if not isinstance(key, str) or not key.strip() or "=" in key:
-        raise ArgumentTypeError(
-            f"{what}: {shown(key)} is not a dotted scenario key (e.g. training.rounds)"
-        )
-    return key.strip()
-
-
-def override_texts(overrides: Mapping[str, Any] | None) -> list[str]:
-    """{"training.rounds": 5, ...} as the command line's ["training.rounds=5", ...]."""
-    items = []
-    for key, value in (overrides or {}).items():
-        key = _key(key, "overrides")
-        items.append(f"{key}={value_text(value, f'overrides[{key!r}]')}")
-    return items
-
-
-def _grid_texts(
-    axes: Mapping[str, Iterable[Any]], named: str = "axes", seeds: list[int] | None = None
-) -> list[str]:
-    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"];
-    each axis at most MAX_VALUES values, the grid (times the seeds) at most MAX_RUNS points."""
-    from fedjoule import arguments
-
-    given = {}
-    allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
-    for key, values in axes.items():
-        key = _key(key, named)
-        where = f"{named}[{key!r}]"
-        given[key] = arguments.items(where, values, arguments.MAX_VALUES, allowed)
-        if not given[key]:
-            raise arguments.ArgumentError(f"{where}=[]: expected {allowed}")
-    sizes = {key: len(values) for key, values in given.items()}
-    arguments.grid_size(named, {**sizes, **({"seeds": len(seeds)} if seeds else {})})
-    return [
-        f"{key}={','.join(value_text(v, f'{named}[{key!r}]') for v in values)}"
-        for key, values in given.items()
-    ]
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -521,66 +191,6 @@ def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
     return load_scenario("default" if scenario is None else scenario, overrides)
 
 
-def _styled(style: str | None):
-    """The plots of an API call in `style` (None: as they are), the setting undone after."""
-    from contextlib import nullcontext
-
-    from fedjoule.report.figures import plot_style
-
-    return nullcontext() if style is None else plot_style(style)
-
-
-def _say(quiet: bool | None) -> Callable[[str], None]:
-    return _Display(quiet).say
-
-
-class _Display:
-    """What run, sweep, plan and capacity show while they work. quiet=None (the default):
-    rich's live progress in a Jupyter notebook (rich's console `is_jupyter`; live bars there
-    need ipywidgets, `fedjoule[jupyter]`) and on stderr when it is a terminal, nothing when
-    stderr goes to a file or a pipe; quiet=False: the same, or lines on stderr; quiet=True:
-    nothing. `console`: rich's console (default rich.get_console() in a notebook, else a
-    console on stderr)."""
-
-    def __init__(self, quiet: bool | None, console=None):
-        import rich
-        from rich.console import Console
-
-        from fedjoule.run_progress import many_runs_progress
-
-        if console is None:
-            console = rich.get_console()
-            console = console if console.is_jupyter else Console(stderr=True)
-        self.console = console
-        live = self.console.is_jupyter or self.console.is_terminal
-        self.shown = live if quiet is None else not quiet
-        self.live = self.shown and live
-        self.progress = many_runs_progress(self.console, quiet=not self.live)
-        self.task = None
-
-    def say(self, text: str) -> None:
-        if self.live:
-            from rich.text import Text
-
-            self.progress.console.print(Text(text), soft_wrap=True)
-        elif self.shown:
-            print(text, file=sys.stderr, flush=True)
-
-    def start_run(self, name: str, total: int, first_round: int) -> None:
-        """A run's bar over its rounds (a notebook), from `first_round` done."""
-        if self.live:
-            self.task = self.progress.add_task(name, total=total, completed=first_round, status="")
-
-    def round_done(self, row: dict, total: int) -> None:
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        if row.get("accuracy") is not None:
-            status += f"  acc {row['accuracy']:.3f}"
-        if self.live and self.task is not None:
-            self.progress.update(self.task, advance=1, status=status)
-        elif self.shown:
-            self.say(f"round {row['round'] + 1}/{total}: {status}")
-
-
 # --------------------------------------------------------------------------- run
 
 
@@ -646,8 +256,8 @@ def run(
     backends = arguments.tracking("track", track)
     loaded = _run_scenario(scenario, out, overrides, resume, backends)
     options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
-    display = _Display(quiet)
-    view = _RunDisplay(display, style, resume, on_round)
+    display = Display(quiet)
+    view = RunDisplay(display, style, resume, on_round)
     try:
         train(loaded, _out(out), options, view)
     except RunDiverged:  # its files are written; the result says so
@@ -680,40 +290,6 @@ def _run_scenario(
     if scenario is not None:
         _check_recorded(_scenario(scenario, None), Path(out))
     return None
-
-
-class _RunDisplay(RunView):
-    """A run in a script or a notebook: what it runs and a bar (live), else a line per
-    round; each round's row, read back, goes to the caller's `on_round`."""
-
-    def __init__(self, display: _Display, style: str | None, resume: bool, on_round):
-        self.display, self.style, self.resume, self.callback = display, style, resume, on_round
-        self.total, self.folder = 0, Path()
-
-    @contextmanager
-    def running(self, folder: Path) -> Iterator[None]:
-        self.folder = folder
-        with _styled(self.style), self.display.progress:
-            yield
-
-    def warnings(self, warnings: list[str]) -> None:
-        for warning in warnings:
-            self.display.say(f"warning: {warning}")
-
-    def on_start(self, world, first_round: int) -> None:
-        scenario, say = world.scenario, self.display.say
-        self.total = total = scenario.training.rounds
-        say(
-            f"{scenario.name}: {scenario.population.size} clients, {world.model.n_params:,} "
-            f"parameters on {world.device}, from round {first_round + 1} of {total}"
-        )
-        if self.resume:
-            say(resume_message(self.folder, first_round, total))
-        self.display.start_run(scenario.name, total, first_round)
-
-    def on_round(self, row: dict) -> bool | None:
-        self.display.round_done(row, self.total)
-        return None if self.callback is None else self.callback(_round_row(row))
 
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
@@ -824,58 +400,14 @@ def sweep(
         data_dir,
         Objective(pareto_accuracy, pareto_to_target),
     )
-    grid_texts, sets = _grid_texts(axes, named, seed_list), override_texts(overrides)
-    display = _Display(quiet)
-    view = _SweepDisplay(display, style, backend)
-    result = run_sweep(scenario, _out(out), grid_texts, sets, options, seed_list, ci, view)
+    texts, sets = grid_texts(axes, named, seed_list), override_texts(overrides)
+    display = Display(quiet)
+    view = SweepDisplay(display, style, backend)
+    result = run_sweep(scenario, _out(out), texts, sets, options, seed_list, ci, view)
     for warning in result.warnings:
         display.say(f"warning: {warning}")
     display.say(f"results in {result.out}")
     return SweepResult.from_folder(result.out)
-
-
-class _RunsDisplay(RunsView):
-    """A plan's runs in a script or a notebook: a bar per run and one over all rounds
-    (live), else lines."""
-
-    def __init__(self, display: _Display, style: str | None, label: str = "learning rounds"):
-        from fedjoule.run_progress import RunsProgress
-
-        self.style, self.say = style, display.say
-        self.watch = RunsProgress(display.progress, label=label)
-        self.folder = Path()
-
-    @contextmanager
-    def running(self, folder: Path) -> Iterator[None]:
-        self.folder = folder
-        with _styled(self.style), self.watch:
-            yield
-
-    def on_plan(self, points, states, folders) -> None:
-        from fedjoule.planning.sweep import state_lines
-
-        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
-            self.say(line)
-        self.watch.on_plan(points, states, folders)
-
-    def on_run(self, name: str, status: str) -> None:
-        self.watch.on_run(name, status)
-
-
-class _SweepDisplay(_RunsDisplay):
-    """A sweep's runs: what it is about to do, then a line per finished run besides."""
-
-    def __init__(self, display: _Display, style: str | None, backend: str):
-        super().__init__(display, style, "rounds")
-        self.backend = backend
-
-    def on_plan(self, points, states, folders) -> None:
-        self.say(f"sweep {sweep_plan_line(points, states, self.backend, self.folder)}")
-        super().on_plan(points, states, folders)
-
-    def on_run(self, name: str, status: str) -> None:
-        self.say(f"{name}: {status}")
-        super().on_run(name, status)
 
 
 def _axes(axes: Any, grid: Any) -> tuple[str, Mapping]:
@@ -983,7 +515,7 @@ def plan(
         seeds=seed_list,
     )
     sets = override_texts(overrides)
-    result = run_plan(scenario, _out(out), sets, options, _RunsDisplay(_Display(quiet), style))
+    result = run_plan(scenario, _out(out), sets, options, RunsDisplay(Display(quiet), style))
     return PlanResult.from_folder(result.out)
 
 
@@ -1059,40 +591,12 @@ def capacity(
     arguments.choice("over", over, OVER)
     seeds = arguments.seeds("seeds", seeds)
     options = CapacityOptions(search, deadline_s, energy_budget_j, rounds, quantile, over, seeds)
-    display = _Display(quiet)
+    display = Display(quiet)
     done = plan_capacity(
-        _scenario(scenario, overrides), _out(out), options, _CapacityDisplay(display)
+        _scenario(scenario, overrides), _out(out), options, CapacityDisplay(display)
     )
     display.say(f"results in {done.folder}")
     return CapacityResult.from_folder(done.folder)
-
-
-class _CapacityDisplay(CapacityView):
-    """capacity in a script or a notebook: what it does, then the figures' table."""
-
-    def __init__(self, display: _Display):
-        self.display = display
-
-    @contextmanager
-    def planning(self, scenario: Scenario, options: Any) -> Iterator[None]:
-        search = options.search
-        self.display.say(
-            f"capacity: {scenario.name}, search {search}, simulating the system only ..."
-        )
-        yield None
-
-    def figures(self, scenario: Scenario, figures: dict) -> None:
-        if not self.display.shown:
-            return
-        from rich.console import Console
-
-        from fedjoule.planning.capacity_report import print_capacity
-
-        console = self.display.console if self.display.console.is_jupyter else None
-        console = console or Console(stderr=True, markup=False, emoji=False)
-        if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
-            console.print(f"notice: {figures['engine_notice']}")
-        print_capacity(console, scenario, figures)
 
 
 def _out(out: str | os.PathLike[str] | None) -> Path | None:
