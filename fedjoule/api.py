@@ -19,11 +19,14 @@ need them.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedjoule import arguments
 from fedjoule.api_views import (
     CapacityDisplay,
     Display,
@@ -31,10 +34,16 @@ from fedjoule.api_views import (
     RunsDisplay,
     SweepDisplay,
 )
+from fedjoule.commands.capacity import CapacityOptions
+from fedjoule.commands.capacity import capacity as plan_capacity
 from fedjoule.commands.common import EXECUTORS
 from fedjoule.commands.plan import plan as run_plan
+from fedjoule.commands.run import RunOptions
+from fedjoule.commands.run import run as train
 from fedjoule.commands.sweep import sweep as run_sweep
+from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.overrides import grid_texts, override_texts, value_text
+from fedjoule.plugins import PluginError, allow_plugins
 from fedjoule.results import (
     CapacityResult,
     PlanResult,
@@ -74,15 +83,11 @@ def _plugins_allowed(function: Callable) -> Callable:
     --allow-plugin-path; fedjoule/plugins.py): a scenario read from a file may name
     module plug-ins of those top-level packages (never the standard library) and plug-in
     files in those folders besides its own."""
-    import functools
-    import inspect
 
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        from fedjoule import arguments
-        from fedjoule.plugins import PluginError, allow_plugins
 
         given = signature.bind(*args, **kwargs).arguments
         modules = given.get("allow_module_plugins", ())
@@ -127,7 +132,7 @@ def load_scenario(
     `Scenario.model_validate({...})`; its plug-in files are then looked for in the working
     folder. A mistake raises FedjouleError (from load_scenario, listing every problem) or
     pydantic's ValidationError (from Scenario)."""
-    from fedjoule import arguments
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.loading import load_scenario as load
 
     arguments.path("name_or_path", name_or_path, optional=False)
@@ -137,7 +142,7 @@ def load_scenario(
 
 def _check_scenario(scenario: Any, optional: bool = False) -> None:
     """The `scenario` argument: a Scenario, a built-in name or a YAML file's path."""
-    from fedjoule import arguments
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.schema import Scenario
 
     if scenario is None and optional:
@@ -153,19 +158,17 @@ def _check_scenario(scenario: Any, optional: bool = False) -> None:
 
 def _check_common(**given: Any) -> None:
     """The arguments every command shares (fedjoule/arguments.py), by name."""
-    from fedjoule import arguments as a
-
     checks = {
-        "out": lambda v: a.path("out", v),
-        "overrides": lambda v: a.mapping("overrides", v),
-        "data_dir": lambda v: a.path("data_dir", v),
-        "device": lambda v: a.device("device", v),
-        "quiet": lambda v: v is None or a.flag("quiet", v),
-        "backend": lambda v: a.choice("backend", v, ("local", "ray")),
-        "address": lambda v: a.text("address", v, optional=True),
-        "workers": lambda v: a.workers("workers", v),
-        "threads_per_run": lambda v: a.threads("threads_per_run", v, optional=False),
-        "seeds": lambda v: a.seeds("seeds", v),
+        "out": lambda v: arguments.path("out", v),
+        "overrides": lambda v: arguments.mapping("overrides", v),
+        "data_dir": lambda v: arguments.path("data_dir", v),
+        "device": lambda v: arguments.device("device", v),
+        "quiet": lambda v: v is None or arguments.flag("quiet", v),
+        "backend": lambda v: arguments.choice("backend", v, ("local", "ray")),
+        "address": lambda v: arguments.text("address", v, optional=True),
+        "workers": lambda v: arguments.workers("workers", v),
+        "threads_per_run": lambda v: arguments.threads("threads_per_run", v, optional=False),
+        "seeds": lambda v: arguments.seeds("seeds", v),
     }
     for name, value in given.items():
         checks[name](value)
@@ -174,6 +177,7 @@ def _check_common(**given: Any) -> None:
 def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
     """A Scenario from a Scenario, a built-in name or a YAML file (None: "default"), with
     overrides applied."""
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.loading import apply_overrides, validate
     from fedjoule.scenarios.schema import Scenario
 
@@ -239,10 +243,6 @@ def run(
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
-    from fedjoule import arguments
-    from fedjoule.commands.run import RunOptions
-    from fedjoule.commands.run import run as train
-    from fedjoule.errors import RunDiverged
 
     # everything is checked before anything is created (as `fedjoule run` does)
     _check_scenario(scenario, optional=True)
@@ -274,7 +274,6 @@ def _run_scenario(
 ) -> Scenario | None:
     """The Scenario a run plays, with the tracking asked for; None for a resumed run (the
     scenario recorded in `out`, which a scenario given must equal)."""
-    from fedjoule.errors import FedjouleError
 
     if resume and backends:
         raise FedjouleError(
@@ -294,7 +293,7 @@ def _run_scenario(
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
     """A scenario given with resume=True must be the one the folder's run was started with."""
-    from fedjoule.errors import FedjouleError
+    # deferred: the scenario schema and a checkpoint's check (pydantic, numpy)
     from fedjoule.scenarios.loading import read_source
     from fedjoule.simulator.checkpoint import differences
 
@@ -314,6 +313,7 @@ def _check_recorded(scenario: Scenario, folder: Path) -> None:
 
 
 def _sweep_options(backend, address, workers, threads_per_run, device, data_dir, objective=None):
+    # deferred: torch and Ray (the sweep's pool; `import fedjoule.api` stays cheap)
     from fedjoule.planning.sweep import SweepOptions
 
     extra = {} if objective is None else {"objective": objective}
@@ -375,7 +375,7 @@ def sweep(
     after the others finished. track: as for `run`; the sweep is the parent of its
     runs' tracked runs.
     """
-    from fedjoule import arguments
+    # deferred: matplotlib (the Pareto plots)
     from fedjoule.planning.pareto import ACCURACIES, Objective
 
     _check_scenario(scenario)
@@ -412,7 +412,6 @@ def sweep(
 
 def _axes(axes: Any, grid: Any) -> tuple[str, Mapping]:
     """The grid given as axes= or as grid= (the same), and the name it was given by."""
-    from fedjoule import arguments
 
     if axes is not None and grid is not None:
         raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
@@ -490,7 +489,7 @@ def plan(
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
     track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
-    from fedjoule import arguments
+    # deferred: torch and Ray (the plan's runs)
     from fedjoule.planning.plan import PlanOptions
 
     _check_scenario(scenario)
@@ -523,7 +522,7 @@ def _plan_grid(k: Any, snr_db: Any, bandwidth_hz: Any, seeds: list[int] | None) 
     """The plan's k, snr_db and bandwidth_hz as lists, checked by the command line's rules
     (parse_numbers) on the checked values' text; the grid (times the seeds) at most
     MAX_RUNS cells."""
-    from fedjoule import arguments
+    # deferred: torch and Ray (the plan's runs)
     from fedjoule.planning.plan import parse_numbers
 
     def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
@@ -576,9 +575,7 @@ def capacity(
     notebook, nothing in a script whose stderr is not a terminal; False: always; True:
     never).
     """
-    from fedjoule import arguments
-    from fedjoule.commands.capacity import CapacityOptions
-    from fedjoule.commands.capacity import capacity as plan_capacity
+    # deferred: the system-only engine (numpy, SimPy)
     from fedjoule.planning.capacity import OVER, SEARCHES
 
     _check_scenario(scenario, optional=True)

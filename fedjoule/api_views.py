@@ -10,12 +10,17 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rich
+from rich.console import Console
+from rich.text import Text
+
 from fedjoule.commands.capacity import CapacityView
 from fedjoule.commands.common import resume_message
 from fedjoule.commands.many import RunsView
 from fedjoule.commands.run import RunView
 from fedjoule.commands.sweep import plan_line as sweep_plan_line
 from fedjoule.results import round_row
+from fedjoule.run_progress import RunsProgress, many_runs_progress
 
 if TYPE_CHECKING:
     from fedjoule.scenarios.schema import Scenario
@@ -38,11 +43,6 @@ class Display:
     console on stderr)."""
 
     def __init__(self, quiet: bool | None, console=None):
-        import rich
-        from rich.console import Console
-
-        from fedjoule.run_progress import many_runs_progress
-
         if console is None:
             console = rich.get_console()
             console = console if console.is_jupyter else Console(stderr=True)
@@ -55,8 +55,6 @@ class Display:
 
     def say(self, text: str) -> None:
         if self.live:
-            from rich.text import Text
-
             self.progress.console.print(Text(text), soft_wrap=True)
         elif self.shown:
             print(text, file=sys.stderr, flush=True)
@@ -115,8 +113,6 @@ class RunsDisplay(RunsView):
     (live), else lines."""
 
     def __init__(self, display: Display, style: str | None, label: str = "learning rounds"):
-        from fedjoule.run_progress import RunsProgress
-
         self.style, self.say = style, display.say
         self.watch = RunsProgress(display.progress, label=label)
         self.folder = Path()
@@ -128,6 +124,7 @@ class RunsDisplay(RunsView):
             yield
 
     def on_plan(self, points, states, folders) -> None:
+        # deferred: torch (planning.sweep loads the simulator; only a plan's restart needs it)
         from fedjoule.planning.sweep import state_lines
 
         for line in state_lines(points, states, folders):  # (a restarted plan's runs)
@@ -171,8 +168,7 @@ class CapacityDisplay(CapacityView):
     def figures(self, scenario: Scenario, figures: dict) -> None:
         if not self.display.shown:
             return
-        from rich.console import Console
-
+        # deferred: numpy (the capacity table; only a shown plan needs it)
         from fedjoule.planning.capacity_report import print_capacity
 
         console = self.display.console if self.display.console.is_jupyter else None

@@ -2,11 +2,16 @@
 the options of its function in fedjoule/commands/, calls it with its view (cli_views.py)
 and prints the results; mistakes become one `error:` line and an exit code (`invoke`)."""
 
+import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import typer.core
 from rich.table import Table
 from rich.text import Text
 
@@ -81,6 +86,8 @@ from fedjoule.commands.validate import ValidateOptions
 from fedjoule.commands.validate import validate as validate_scenario
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
+from fedjoule.plugins import REGISTRY, PluginError, grant, load_spec, revoke
+from fedjoule.storage import write_text_atomically
 
 app = typer.Typer(
     add_completion=False,
@@ -93,8 +100,6 @@ def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code:
     """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
     allow, for the rest of the command (fedjoule/plugins.py); each command that reads a
     scenario sets it anew, and `invoke` undoes it after the command."""
-    from fedjoule.plugins import grant
-
     names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
     grant(names, paths or [], run_code)
 
@@ -102,11 +107,6 @@ def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code:
 def internal_error(exc: Exception) -> int:
     """A bug, not a mistake of the user's: one message, the traceback saved to a file
     (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
-    import os
-    import tempfile
-    import time
-    import traceback
-
     if os.environ.get("FEDJOULE_DEBUG"):
         raise exc
     detail = "".join(traceback.format_exception(exc))
@@ -126,6 +126,7 @@ def internal_error(exc: Exception) -> int:
 
 def use_plot_formats(text: str) -> None:
     """--plot-format: every plot of this command (and of the runs it starts) in these."""
+    # deferred: matplotlib (report.figures)
     from fedjoule.report.figures import set_plot_formats
 
     try:
@@ -136,17 +137,15 @@ def use_plot_formats(text: str) -> None:
 
 def use_plot_style(style: str | None) -> None:
     """--plot-style: every plot of this command (and of the runs it starts) in it."""
-    from fedjoule.arguments import plot_style
+    # deferred: matplotlib (report.figures)
     from fedjoule.report.figures import set_plot_style
 
-    set_plot_style(plot_style("--plot-style", style))
+    set_plot_style(arguments.plot_style("--plot-style", style))
 
 
 def ci_method(text: str) -> str:
     """--ci: t or bootstrap, checked as the API's `ci` is (fedjoule/arguments.py)."""
-    from fedjoule.arguments import ci
-
-    return ci("--ci", text)
+    return arguments.ci("--ci", text)
 
 
 @app.command()
@@ -212,6 +211,7 @@ def run(
         )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
 
     # everything is checked before anything is created
@@ -228,6 +228,7 @@ def run(
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
     """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
 
     if resume:
@@ -290,6 +291,7 @@ def sweep(
     ci_method(ci)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
+    # deferred: matplotlib and the sweep's pool (torch, Ray)
     from fedjoule.planning.pareto import Objective
     from fedjoule.planning.sweep import SweepOptions
 
@@ -334,6 +336,8 @@ def report(
     use_plot_formats(plot_format)
     use_plot_style(plot_style)
     ci_method(ci)
+    # deferred: matplotlib and the sweep's pool (torch, Ray)
+    # deferred: matplotlib (the comparison's plots)
     from fedjoule.planning.pareto import Objective
     from fedjoule.report.compare import aggregate_table, summary_table
 
@@ -417,6 +421,7 @@ def capacity(
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
 
     options = CapacityOptions(
@@ -465,6 +470,7 @@ def plan(
     use_plot_style(plot_style)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
+    # deferred: the plan's runs (torch, Ray)
     from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers
     from fedjoule.planning.sweep import SweepOptions
 
@@ -505,6 +511,7 @@ def plan(
 @app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.loading import builtin_names, load_scenario
 
     table = Table(show_header=True)
@@ -523,6 +530,7 @@ def profiles(
 ) -> None:
     """List the device profiles a device class can name (`profile: NAME`): measured device
     classes, each value with its source. Exit code 2 for an unknown name."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
     from fedjoule.scenarios.schema import DeviceClass
 
@@ -563,8 +571,8 @@ def algorithms(
     """List the algorithms a scenario can name (built in, installed by packages through the
     entry-point group fedjoule.algorithms, or custom) with their options. Exit code 1 when
     the one asked for is an installed algorithm that fails to load."""
+    # deferred: torch (the algorithm classes)
     from fedjoule.algorithms.registry import CUSTOM, names
-    from fedjoule.plugins import REGISTRY, PluginError
 
     entries = REGISTRY.entries("algorithm")
     if name is None:
@@ -581,8 +589,8 @@ def algorithms(
         if problem:
             raise typer.Exit(1)
     elif ":" in name:  # a plug-in class, as `class:` of a custom algorithm names it
+        # deferred: torch (the algorithm classes)
         from fedjoule.algorithms.registry import check_algorithm_class
-        from fedjoule.plugins import load_spec
 
         try:
             cls, source = load_spec(name)
@@ -623,6 +631,7 @@ def validate(
     trace files, the network), short of training; print what is wrong, or with --show the
     resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.loading import scenario_yaml
 
     options = ValidateOptions(file, set_ or [], import_plugins, no_train, data_dir)
@@ -650,10 +659,8 @@ def traces_convert(
     """Write a FedScale trace (pickle, read without running code; JSON; CSV) as JSON,
     checked entry by entry. Exit code 2, naming the file and the global, for a pickle that
     names anything but dicts, lists, numbers and strings."""
-    import os
-
+    # deferred: numpy and the device models (devices.fedscale)
     from fedjoule.devices.fedscale import to_json_text
-    from fedjoule.storage import write_text_atomically
 
     if not out.strip():
         raise FedjouleError("--out: give the JSON file to write")
@@ -675,6 +682,7 @@ def traces_convert(
 @app.command()
 def reference() -> None:
     """Print the scenario reference (every field, its default and meaning) as Markdown."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.reference import reference_markdown
 
     sys.stdout.write(reference_markdown())
@@ -714,8 +722,6 @@ def main() -> None:
 def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
-    from fedjoule.plugins import grant, revoke
-
     before = grant()  # the defaults; what the command's options allow is undone after it
     try:
         return _invoke(args)
@@ -756,10 +762,8 @@ def _invoke(args: list[str] | None) -> int:
 def click_classes(name: str) -> tuple[type[BaseException], ...]:
     """The exception class `name` of the click that typer runs on (recent typer bundles its
     own, typer._click) and of click itself where installed: either may be raised."""
-    import typer.core
-
     modules = [typer, getattr(getattr(typer.core, "_click", None), "exceptions", None)]
-    try:
+    try:  # deferred: click (optional: where installed besides typer's own)
         import click.exceptions
 
         modules.append(click.exceptions)

@@ -18,6 +18,9 @@ from fedjoule.commands.common import resume_message
 from fedjoule.commands.many import RunsView
 from fedjoule.commands.run import RunView
 from fedjoule.commands.sweep import plan_line as sweep_plan_line
+from fedjoule.devices import radio
+from fedjoule.plugins import entry_target
+from fedjoule.report.terminal import FittedTable
 from fedjoule.run_progress import RunsProgress, many_runs_progress
 
 # User text (scenario names, descriptions, paths, messages) is printed literally: no rich
@@ -178,6 +181,7 @@ class SystemBar(RunBar):
 def print_energy_per_participation(out_dir: Path) -> None:
     """One line: each device class's energy per participation (clients.csv, the right
     panel of energy_by_class.png), e.g. `phone-5g 12.5 J`."""
+    # deferred: matplotlib (report.plots)
     from fedjoule.report.plots import energy_by_class
 
     classes = energy_by_class(out_dir / "clients.csv")
@@ -224,6 +228,7 @@ def summary_value(key: str, value) -> str:
 
 def print_sweep(result, objective, seeds: list[int] | None, ci: str) -> None:
     """A sweep's table (and its means over seeds), its warnings and where it is."""
+    # deferred: the scenario schema and matplotlib (a sweep's table)
     from fedjoule.planning.grid import table_columns
     from fedjoule.report.compare import aggregate_table, summary_table
 
@@ -271,6 +276,7 @@ class RunsBars(RunsView):
         self.watch.progress.console.print(text, soft_wrap=True)
 
     def on_plan(self, points, states, folders) -> None:
+        # deferred: torch (planning.sweep loads the simulator; only a restart needs it)
         from fedjoule.planning.sweep import state_lines
 
         for line in state_lines(points, states, folders):  # (a restarted plan's runs)
@@ -296,6 +302,7 @@ class SweepBars(RunsBars):
 
 def print_tracked(out: Path) -> None:
     """Where a run, sweep or plan was tracked (--track), and how to open it."""
+    # deferred: numpy (tracking.session)
     from fedjoule.tracking.session import where_tracked
 
     for line in where_tracked(out):
@@ -334,6 +341,7 @@ class CapacityBar(CapacityView):
             yield on_step
 
     def figures(self, scenario, figures: dict) -> None:
+        # deferred: numpy (the capacity table)
         from fedjoule.planning.capacity_report import print_capacity
 
         if figures["engine_notice"]:
@@ -343,8 +351,6 @@ class CapacityBar(CapacityView):
 
 def kstar_table(method: str, best: list[dict], seeds: bool):
     """K* per cell as a table that never cuts a value; with seeds, means and their CI."""
-    from fedjoule.report.terminal import FittedTable
-
     table = FittedTable(title=f"K* per cell ({method})", keys=2)
     columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
     if seeds:
@@ -389,8 +395,6 @@ def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
     """(field, value, source) of every value a run on the profile uses, after defaults:
     the compute kind's fields, the radio's resolved parameters (fedjoule/devices/radio.py),
     the battery's; a source is the profile's, else the default's."""
-    from fedjoule.devices import radio
-
     model = resolved.radio.model
     every = set().union(*COMPUTE_FIELDS.values())
     skipped = {"profile", "share", "radio"} | (every - set(COMPUTE_FIELDS[resolved.compute]))
@@ -430,8 +434,8 @@ CUSTOM_USAGE = (
 def algorithm_of(entry) -> tuple[type | None, str | None]:
     """An entry's algorithm class, or None and why it cannot be used (an installed
     package that fails to import or names no Algorithm)."""
+    # deferred: torch (the algorithm classes)
     from fedjoule.algorithms.registry import check_algorithm_class
-    from fedjoule.plugins import entry_target
 
     try:
         cls, _ = entry_target(entry)
@@ -442,6 +446,7 @@ def algorithm_of(entry) -> tuple[type | None, str | None]:
 
 def option_rows(config) -> list[tuple[str, str, str, str, str]]:
     """(option, type, allowed, default, meaning) of each field of an options model."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.reference import _allowed, _default, _type_name
 
     def plain(text: str) -> str:  # the reference's Markdown as terminal text

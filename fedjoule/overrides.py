@@ -9,6 +9,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fedjoule import arguments
+from fedjoule.scenarios.yaml_reader import parse_yaml
+
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
@@ -23,8 +26,6 @@ def _same(a: Any, b: Any) -> bool:
 def _text(value: Any) -> str:
     """YAML flow text of a plain value; strings are quoted when plain text would not read
     back as the same string or holds a character a grid's comma splitting looks at."""
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -53,9 +54,6 @@ def _text(value: Any) -> str:
 def value_text(value: Any, where: str = "value") -> str:
     """A Python value as the YAML text of a `--set key=value` or `--grid` value; checked to
     read back as the same value."""
-    from fedjoule import arguments
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
     arguments.text("where", where)
     plain = arguments.plain(where, value)
     text = _text(plain)
@@ -67,11 +65,9 @@ def value_text(value: Any, where: str = "value") -> str:
 
 
 def _key(key: Any, what: str) -> str:
-    from fedjoule.arguments import ArgumentTypeError, shown
-
     if not isinstance(key, str) or not key.strip() or "=" in key:
-        raise ArgumentTypeError(
-            f"{what}: {shown(key)} is not a dotted scenario key (e.g. training.rounds)"
+        raise arguments.ArgumentTypeError(
+            f"{what}: {arguments.shown(key)} is not a dotted scenario key (e.g. training.rounds)"
         )
     return key.strip()
 
@@ -90,8 +86,6 @@ def grid_texts(
 ) -> list[str]:
     """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"];
     each axis at most MAX_VALUES values, the grid (times the seeds) at most MAX_RUNS points."""
-    from fedjoule import arguments
-
     given = {}
     allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
     for key, values in axes.items():

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from fedjoule import arguments
+from fedjoule.errors import FedjouleError
+
 if TYPE_CHECKING:
     import pandas
 
@@ -33,8 +36,6 @@ def cell_value(text: str | None, column: str = "") -> Any:
     -> int; another number -> float; anything else, and every cell of a text column
     (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
     if not isinstance(text, str | None) or not isinstance(column, str):  # (per cell: cheap)
-        from fedjoule import arguments
-
         arguments.text("text", text, optional=True, empty=True)
         arguments.text("column", column, empty=True)
     if text is None or text == "":
@@ -60,8 +61,6 @@ def cell_value(text: str | None, column: str = "") -> Any:
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
     capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
-    from fedjoule import arguments
-
     path = arguments.path("path", path, optional=False)
     if not path.is_file():
         raise arguments.ArgumentError(f"path={arguments.shown(str(path))}: no such file")
@@ -71,6 +70,7 @@ def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def round_row(row: dict) -> dict[str, Any]:
     """A round's row as rounds.csv holds it, read back: what `on_round` callbacks see."""
+    # deferred: numpy (the report's columns; `import fedjoule.api` stays cheap)
     from fedjoule.report.results import ROUND_COLUMNS
     from fedjoule.report.table import cell
 
@@ -78,7 +78,7 @@ def round_row(row: dict) -> dict[str, Any]:
 
 
 def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
-    try:
+    try:  # deferred: pandas (optional: fedjoule[pandas])
         import pandas
     except ImportError:
         raise ImportError(
@@ -93,14 +93,10 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _folder(folder: Any) -> Path:
-    from fedjoule import arguments
-
     return arguments.path("folder", folder, optional=False)
 
 
 def _need(folder: Path, names: Sequence[str], what: str) -> None:
-    from fedjoule.errors import FedjouleError
-
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         raise FedjouleError(f"{folder}: no {' or '.join(missing)}, so not a finished {what}")
@@ -133,7 +129,7 @@ class RunResult:
         folder = _folder(folder)
         _need(folder, ("summary.json", "rounds.csv"), "run folder")
         stopped_early = False
-        from fedjoule.simulator import checkpoint
+        from fedjoule.simulator import checkpoint  # deferred: numpy (a run folder's check)
 
         if (folder / checkpoint.NAME).exists():  # (--no-train runs keep none)
             saved = checkpoint.read_checkpoint(folder / checkpoint.NAME, mmap=True)
@@ -200,8 +196,6 @@ class SweepResult(FolderResult):
 
     def run(self, name: str) -> RunResult:
         """The results of one of the sweep's runs (a name of `run_folders`)."""
-        from fedjoule import arguments
-
         folders = self.run_folders
         if not isinstance(name, str) or name not in folders:
             some = ", ".join(list(folders)[:5]) + (", ..." if len(folders) > 5 else "")
