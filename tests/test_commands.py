@@ -42,6 +42,9 @@ def test_validate_returns_the_checked_scenario_and_its_warnings():
     assert (checked.scenario.name, checked.scenario.population.size) == ("default-theory", 40)
     assert not checked.unchecked
     assert checked.warnings == plausibility_warnings(checked.scenario)
+    assert checked.warnings == [
+        "channel.uplink_bandwidth_hz = 1e+12: above 10 GHz of bandwidth; was it given in bit/s?"
+    ]
 
 
 def test_capacity_over_seeds_needs_no_world_of_its_own(tmp_path):
