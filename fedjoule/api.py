@@ -7,10 +7,11 @@ returning their results as Python values (docs/api.md).
     result = fedjoule.run(scenario, "runs/first")
     result.summary["final_accuracy"], result.rounds[-1]["cumulative_energy_j"]
 
-Each function calls the same library code as the command line, writes the same files into
-its folder and reads them back: a result's tables are its folder's CSV files, row for
-row, with the types restored (`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError`
-with the message the command line prints.
+Each function is the command line's command (fedjoule/commands/, the one layer under
+both): it writes the same files into its folder and reads them back (fedjoule/results.py):
+a result's tables are its folder's CSV files, row for row, with the types restored
+(`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError` with the message the command
+line prints.
 
 Importing this module is cheap: torch and the simulator are imported by the functions that
 need them.
@@ -18,20 +19,41 @@ need them.
 
 from __future__ import annotations
 
-import csv
-import json
-import math
+import functools
+import inspect
 import os
-import re
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any
+
+from fedjoule import arguments
+from fedjoule.api_views import (
+    CapacityDisplay,
+    Display,
+    RunDisplay,
+    RunsDisplay,
+    SweepDisplay,
+)
+from fedjoule.commands.capacity import CapacityOptions
+from fedjoule.commands.capacity import capacity as plan_capacity
+from fedjoule.commands.common import EXECUTORS
+from fedjoule.commands.plan import plan as run_plan
+from fedjoule.commands.run import RunOptions
+from fedjoule.commands.run import run as train
+from fedjoule.commands.sweep import sweep as run_sweep
+from fedjoule.errors import FedjouleError, RunDiverged
+from fedjoule.overrides import grid_texts, override_texts, value_text
+from fedjoule.plugins import PluginError, allow_plugins
+from fedjoule.results import (
+    CapacityResult,
+    PlanResult,
+    RunResult,
+    SweepResult,
+    cell_value,
+    read_table,
+)
 
 if TYPE_CHECKING:
-    import pandas
-
     from fedjoule.scenarios.schema import Scenario
 
 __all__ = [
@@ -49,341 +71,7 @@ __all__ = [
     "value_text",
 ]
 
-# columns that hold text even when a cell looks like a number ("3" cells in a one-cell run)
-TEXT_COLUMNS = frozenset(
-    {"selected_per_cell", "arrived_per_cell", "device_class", "run", "priced_by"}
-)
-_INT = re.compile(r"-?[0-9]+")
 PLUGIN_SECTIONS = ("model", "dataset", "algorithm")  # sections that may name a plug-in
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def cell_value(text: str | None, column: str = "") -> Any:
-    """A CSV cell of a fedjoule file as the value it was written for (the inverse of
-    fedjoule.report.table.cell): "" -> None (no value: a round not evaluated, a column that
-    does not apply); "nan" -> math.nan (that very object, so that rows holding it still
-    compare equal), "inf" / "-inf" -> the infinities; "True" / "False" -> bool; an integer
-    -> int; another number -> float; anything else, and every cell of a text column
-    (TEXT_COLUMNS: the per-cell counts "3;1;0", device classes, run names), stays text."""
-    if not isinstance(text, str | None) or not isinstance(column, str):  # (per cell: cheap)
-        from fedjoule import arguments
-
-        arguments.text("text", text, optional=True, empty=True)
-        arguments.text("column", column, empty=True)
-    if text is None or text == "":
-        return None
-    if column in TEXT_COLUMNS:
-        return text
-    if text == "nan":
-        return math.nan
-    if text == "inf":
-        return math.inf
-    if text == "-inf":
-        return -math.inf
-    if text in ("True", "False"):
-        return text == "True"
-    if _INT.fullmatch(text):
-        return int(text)
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """A CSV file written by fedjoule (rounds.csv, clients.csv, sweep.csv, plan.csv,
-    capacity.csv, report.csv) as a list of rows, each cell converted by `cell_value`."""
-    from fedjoule import arguments
-
-    path = arguments.path("path", path, optional=False)
-    if not path.is_file():
-        raise arguments.ArgumentError(f"path={arguments.shown(str(path))}: no such file")
-    with path.open(newline="") as f:
-        return [{k: cell_value(v, k) for k, v in row.items()} for row in csv.DictReader(f)]
-
-
-def _round_row(row: dict) -> dict[str, Any]:
-    """A round's row as rounds.csv holds it, read back: what `on_round` callbacks see."""
-    from fedjoule.report.results import ROUND_COLUMNS
-    from fedjoule.report.table import cell
-
-    return {c: cell_value(cell(row.get(c)), c) for c in ROUND_COLUMNS}
-
-
-def _frame(rows: list[dict], what: str) -> pandas.DataFrame:
-    try:
-        import pandas
-    except ImportError:
-        raise ImportError(
-            f"{what}.to_pandas() needs pandas, which is not installed: pip install "
-            "'fedjoule[pandas]' (the rows are also plain lists of dicts)"
-        ) from None
-    return pandas.DataFrame.from_records(rows)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
-
-
-def _folder(folder: Any) -> Path:
-    from fedjoule import arguments
-
-    return arguments.path("folder", folder, optional=False)
-
-
-def _need(folder: Path, names: Sequence[str], what: str) -> None:
-    from fedjoule.errors import FedjouleError
-
-    missing = [n for n in names if not (folder / n).is_file()]
-    if missing:
-        raise FedjouleError(f"{folder}: no {' or '.join(missing)}, so not a finished {what}")
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class RunResult:
-    """A run's folder and its results.
-
-    folder: the run folder. summary: summary.json. rounds: rounds.csv, one dict per round
-    (the same dicts `on_round` received). clients: clients.csv, one dict per client.
-    stopped_early: the run ended before its last round (its `on_round` returned False);
-    `run(None, result.folder, resume=True)` plays the rest.
-    """
-
-    folder: Path
-    summary: dict[str, Any]
-    rounds: list[dict[str, Any]]
-    clients: list[dict[str, Any]]
-    stopped_early: bool = False
-
-    @property
-    def diverged(self) -> bool:
-        """The model or loss became NaN/inf (summary diverged_at_round, diverged_reason)."""
-        return self.summary.get("diverged_at_round") is not None
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> RunResult:
-        """The results of a run folder written by `run`, `fedjoule run` or a sweep."""
-        folder = _folder(folder)
-        _need(folder, ("summary.json", "rounds.csv"), "run folder")
-        stopped_early = False
-        from fedjoule.simulator import checkpoint
-
-        if (folder / checkpoint.NAME).exists():  # (--no-train runs keep none)
-            saved = checkpoint.read_checkpoint(folder / checkpoint.NAME, mmap=True)
-            stopped_early = not checkpoint.finished(saved)
-        clients = folder / "clients.csv"
-        return cls(
-            folder,
-            _read_json(folder / "summary.json"),
-            read_table(folder / "rounds.csv"),
-            read_table(clients) if clients.is_file() else [],
-            stopped_early,
-        )
-
-    def to_pandas(self) -> dict[str, pandas.DataFrame]:
-        """{"rounds": DataFrame, "clients": DataFrame} (needs pandas)."""
-        return {
-            "rounds": _frame(self.rounds, "RunResult"),
-            "clients": _frame(self.clients, "RunResult"),
-        }
-
-
-@dataclass
-class FolderResult:
-    """A command's folder, its table (the CSV, one row per line, types restored) and its
-    description (the JSON). Subclasses name the two files."""
-
-    TABLE: ClassVar[str]
-    INFO: ClassVar[str]
-
-    folder: Path
-    table: list[dict[str, Any]]
-    info: dict[str, Any]
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str]) -> Self:
-        folder = _folder(folder)
-        kind = cls.TABLE.split(".")[0]
-        _need(folder, (cls.TABLE, cls.INFO), f"{kind} folder")
-        return cls(folder, read_table(folder / cls.TABLE), _read_json(folder / cls.INFO))
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """The table as a DataFrame (needs pandas)."""
-        return _frame(self.table, type(self).__name__)
-
-
-@dataclass
-class SweepResult(FolderResult):
-    """A sweep's folder, its table (sweep.csv: one row per finished run, its grid values,
-    summary and Pareto marks) and its description (sweep.json: grid, options, every run's
-    folder and status)."""
-
-    TABLE: ClassVar[str] = "sweep.csv"
-    INFO: ClassVar[str] = "sweep.json"
-
-    @property
-    def status(self) -> dict[str, str]:
-        """Run name -> ran, resumed, skipped, diverged or failed."""
-        return {r["name"]: r.get("status") for r in self.info["runs"]}
-
-    @property
-    def run_folders(self) -> dict[str, Path]:
-        """Run name -> its run folder (inside the sweep folder)."""
-        return {r["name"]: self.folder / r["folder"] for r in self.info["runs"]}
-
-    def run(self, name: str) -> RunResult:
-        """The results of one of the sweep's runs (a name of `run_folders`)."""
-        from fedjoule import arguments
-
-        folders = self.run_folders
-        if not isinstance(name, str) or name not in folders:
-            some = ", ".join(list(folders)[:5]) + (", ..." if len(folders) > 5 else "")
-            raise arguments.ArgumentError(
-                f"name={arguments.shown(name)}: not a run of {self.folder}; its runs: {some}"
-            )
-        return RunResult.from_folder(folders[name])
-
-
-@dataclass
-class PlanResult(FolderResult):
-    """A plan's folder, its table (plan.csv: one row per K and channel cell) and its
-    description (plan.json: grid, method, K* per cell in `best`)."""
-
-    TABLE: ClassVar[str] = "plan.csv"
-    INFO: ClassVar[str] = "plan.json"
-
-    @property
-    def best(self) -> list[dict[str, Any]]:
-        """One entry per cell: snr_db, bandwidth_hz, K_star (None: no K reaches the
-        target), E_total_j and rounds_to_target."""
-        return self.info["best"]
-
-    @property
-    def method(self) -> str:
-        """reprice (one learning run per K) or per-cell; `info["reason"]` says why."""
-        return self.info["method"]
-
-
-@dataclass
-class CapacityResult(FolderResult):
-    """A capacity plan's folder, its table (capacity.csv: one row per candidate evaluated)
-    and everything else (capacity.json: the scenario's figures, the answer and its
-    figures, the limits)."""
-
-    TABLE: ClassVar[str] = "capacity.csv"
-    INFO: ClassVar[str] = "capacity.json"
-
-    @property
-    def answer(self) -> float | int | None:
-        """The largest clients_per_round or smallest uplink_bandwidth_hz meeting the limits
-        (None: none does, or search "none")."""
-        return self.info["answer"]
-
-
-# --------------------------------------------------------------------------- values as text
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def _text(value: Any) -> str:
-    """YAML flow text of a plain value; strings are quoted when plain text would not read
-    back as the same string or holds a character a grid's comma splitting looks at."""
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        return repr(value)
-    if isinstance(value, str):
-        plain = value and value == value.strip() and not set(value) & set(",[]{}'\"#\n\r\t")
-        if plain:
-            try:
-                plain = parse_yaml(value, "value") == value
-            except Exception:  # noqa: BLE001 - any text YAML refuses is quoted instead
-                plain = False
-        return value if plain else json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    return "{" + ", ".join(f"{_text(k)}: {_text(v)}" for k, v in value.items()) + "}"
-
-
-def value_text(value: Any, where: str = "value") -> str:
-    """A Python value as the YAML text of a `--set key=value` or `--grid` value; checked to
-    read back as the same value."""
-    from fedjoule import arguments
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
-    arguments.text("where", where)
-    plain = arguments.plain(where, value)
-    text = _text(plain)
-    if not _same(parse_yaml(text, where), plain):
-        raise arguments.ArgumentError(
-            f"{where}={arguments.shown(value)}: cannot be written as a scenario value"
-        )
-    return text
-
-
-def _key(key: Any, what: str) -> str:
-    from fedjoule.arguments import ArgumentTypeError, shown
-
-    if not isinstance(key, str) or not key.strip() or "=" in key:
-        raise ArgumentTypeError(
-            f"{what}: {shown(key)} is not a dotted scenario key (e.g. training.rounds)"
-        )
-    return key.strip()
-
-
-def override_texts(overrides: Mapping[str, Any] | None) -> list[str]:
-    """{"training.rounds": 5, ...} as the command line's ["training.rounds=5", ...]."""
-    items = []
-    for key, value in (overrides or {}).items():
-        key = _key(key, "overrides")
-        items.append(f"{key}={value_text(value, f'overrides[{key!r}]')}")
-    return items
-
-
-def _grid_texts(
-    axes: Mapping[str, Iterable[Any]], named: str = "axes", seeds: list[int] | None = None
-) -> list[str]:
-    """{"training.local_steps": [1, 5]} as the command line's ["training.local_steps=1,5"];
-    each axis at most MAX_VALUES values, the grid (times the seeds) at most MAX_RUNS points."""
-    from fedjoule import arguments
-
-    given = {}
-    allowed = f"a list of 1 to {arguments.MAX_VALUES:,} values, e.g. [1, 5, 20]"
-    for key, values in axes.items():
-        key = _key(key, named)
-        where = f"{named}[{key!r}]"
-        given[key] = arguments.items(where, values, arguments.MAX_VALUES, allowed)
-        if not given[key]:
-            raise arguments.ArgumentError(f"{where}=[]: expected {allowed}")
-    sizes = {key: len(values) for key, values in given.items()}
-    arguments.grid_size(named, {**sizes, **({"seeds": len(seeds)} if seeds else {})})
-    return [
-        f"{key}={','.join(value_text(v, f'{named}[{key!r}]') for v in values)}"
-        for key, values in given.items()
-    ]
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -395,15 +83,11 @@ def _plugins_allowed(function: Callable) -> Callable:
     --allow-plugin-path; fedjoule/plugins.py): a scenario read from a file may name
     module plug-ins of those top-level packages (never the standard library) and plug-in
     files in those folders besides its own."""
-    import functools
-    import inspect
 
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        from fedjoule import arguments
-        from fedjoule.plugins import PluginError, allow_plugins
 
         given = signature.bind(*args, **kwargs).arguments
         modules = given.get("allow_module_plugins", ())
@@ -448,7 +132,7 @@ def load_scenario(
     `Scenario.model_validate({...})`; its plug-in files are then looked for in the working
     folder. A mistake raises FedjouleError (from load_scenario, listing every problem) or
     pydantic's ValidationError (from Scenario)."""
-    from fedjoule import arguments
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.loading import load_scenario as load
 
     arguments.path("name_or_path", name_or_path, optional=False)
@@ -458,7 +142,7 @@ def load_scenario(
 
 def _check_scenario(scenario: Any, optional: bool = False) -> None:
     """The `scenario` argument: a Scenario, a built-in name or a YAML file's path."""
-    from fedjoule import arguments
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.schema import Scenario
 
     if scenario is None and optional:
@@ -474,19 +158,17 @@ def _check_scenario(scenario: Any, optional: bool = False) -> None:
 
 def _check_common(**given: Any) -> None:
     """The arguments every command shares (fedjoule/arguments.py), by name."""
-    from fedjoule import arguments as a
-
     checks = {
-        "out": lambda v: a.path("out", v),
-        "overrides": lambda v: a.mapping("overrides", v),
-        "data_dir": lambda v: a.path("data_dir", v),
-        "device": lambda v: a.device("device", v),
-        "quiet": lambda v: v is None or a.flag("quiet", v),
-        "backend": lambda v: a.choice("backend", v, ("local", "ray")),
-        "address": lambda v: a.text("address", v, optional=True),
-        "workers": lambda v: a.workers("workers", v),
-        "threads_per_run": lambda v: a.threads("threads_per_run", v, optional=False),
-        "seeds": lambda v: a.seeds("seeds", v),
+        "out": lambda v: arguments.path("out", v),
+        "overrides": lambda v: arguments.mapping("overrides", v),
+        "data_dir": lambda v: arguments.path("data_dir", v),
+        "device": lambda v: arguments.device("device", v),
+        "quiet": lambda v: v is None or arguments.flag("quiet", v),
+        "backend": lambda v: arguments.choice("backend", v, ("local", "ray")),
+        "address": lambda v: arguments.text("address", v, optional=True),
+        "workers": lambda v: arguments.workers("workers", v),
+        "threads_per_run": lambda v: arguments.threads("threads_per_run", v, optional=False),
+        "seeds": lambda v: arguments.seeds("seeds", v),
     }
     for name, value in given.items():
         checks[name](value)
@@ -495,6 +177,7 @@ def _check_common(**given: Any) -> None:
 def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
     """A Scenario from a Scenario, a built-in name or a YAML file (None: "default"), with
     overrides applied."""
+    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
     from fedjoule.scenarios.loading import apply_overrides, validate
     from fedjoule.scenarios.schema import Scenario
 
@@ -510,107 +193,6 @@ def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
         raw = apply_overrides(raw, override_texts(overrides))
         return validate(raw, f"scenario {scenario.name!r}")
     return load_scenario("default" if scenario is None else scenario, overrides)
-
-
-def _label(scenario: Any) -> str:
-    """The name output folders are named after (as the command line names them)."""
-    from fedjoule.scenarios.schema import Scenario
-
-    if isinstance(scenario, Scenario):
-        return scenario.name
-    text = os.fspath(scenario)
-    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
-
-
-def _source(scenario: Any, folder: Path) -> tuple[str, bool]:
-    """What sweep and plan read a scenario from: a name or file as given, or a Scenario
-    written to <folder>/scenario.yaml (so that the folder says what it ran, and a restart
-    with the same folder finds it). Returns (source, whether the file was written)."""
-    from fedjoule import __version__
-    from fedjoule.scenarios.loading import scenario_yaml
-    from fedjoule.scenarios.schema import Scenario
-    from fedjoule.storage import write_text_atomically
-
-    if not isinstance(scenario, Scenario):
-        return os.fspath(scenario), False
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "scenario.yaml"
-    header = f"# the scenario given to fedjoule {__version__} from Python; every field is shown\n"
-    write_text_atomically(path, header + scenario_yaml(scenario))
-    return str(path), True
-
-
-def _undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[str]) -> None:
-    """After a failure before the command wrote anything: remove the scenario file (and the
-    folder) `_source` made."""
-    if not written or any((folder / n).exists() for n in outputs):
-        return
-    (folder / "scenario.yaml").unlink(missing_ok=True)
-    if created:
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
-
-
-def _styled(style: str | None):
-    """The plots of an API call in `style` (None: as they are), the setting undone after."""
-    from contextlib import nullcontext
-
-    from fedjoule.report.figures import plot_style
-
-    return nullcontext() if style is None else plot_style(style)
-
-
-def _say(quiet: bool | None) -> Callable[[str], None]:
-    return _Display(quiet).say
-
-
-class _Display:
-    """What run, sweep, plan and capacity show while they work. quiet=None (the default):
-    rich's live progress in a Jupyter notebook (rich's console `is_jupyter`; live bars there
-    need ipywidgets, `fedjoule[jupyter]`) and on stderr when it is a terminal, nothing when
-    stderr goes to a file or a pipe; quiet=False: the same, or lines on stderr; quiet=True:
-    nothing. `console`: rich's console (default rich.get_console() in a notebook, else a
-    console on stderr)."""
-
-    def __init__(self, quiet: bool | None, console=None):
-        import rich
-        from rich.console import Console
-
-        from fedjoule.run_progress import many_runs_progress
-
-        if console is None:
-            console = rich.get_console()
-            console = console if console.is_jupyter else Console(stderr=True)
-        self.console = console
-        live = self.console.is_jupyter or self.console.is_terminal
-        self.shown = live if quiet is None else not quiet
-        self.live = self.shown and live
-        self.progress = many_runs_progress(self.console, quiet=not self.live)
-        self.task = None
-
-    def say(self, text: str) -> None:
-        if self.live:
-            from rich.text import Text
-
-            self.progress.console.print(Text(text), soft_wrap=True)
-        elif self.shown:
-            print(text, file=sys.stderr, flush=True)
-
-    def start_run(self, name: str, total: int, first_round: int) -> None:
-        """A run's bar over its rounds (a notebook), from `first_round` done."""
-        if self.live:
-            self.task = self.progress.add_task(name, total=total, completed=first_round, status="")
-
-    def round_done(self, row: dict, total: int) -> None:
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        if row.get("accuracy") is not None:
-            status += f"  acc {row['accuracy']:.3f}"
-        if self.live and self.task is not None:
-            self.progress.update(self.task, advance=1, status=status)
-        elif self.shown:
-            self.say(f"round {row['round'] + 1}/{total}: {status}")
 
 
 # --------------------------------------------------------------------------- run
@@ -661,16 +243,6 @@ def run(
 
     A run that diverges returns normally: `result.diverged`, summary diverged_reason.
     """
-    import torch
-
-    from fedjoule import arguments
-    from fedjoule.cli import EXECUTORS
-    from fedjoule.errors import FedjouleError, RunDiverged
-    from fedjoule.folders import stamped_folder
-    from fedjoule.scenarios.plausibility import plausibility_warnings
-    from fedjoule.simulator.run import run_scenario
-    from fedjoule.simulator.world import pick_device
-    from fedjoule.threads import run_threads
 
     # everything is checked before anything is created (as `fedjoule run` does)
     _check_scenario(scenario, optional=True)
@@ -682,6 +254,27 @@ def run(
     arguments.real("state_memory_mb", state_memory_mb, 0, arguments.MAX_MEMORY_MB, optional=True)
     style = arguments.plot_style("plot_style", plot_style)
     backends = arguments.tracking("track", track)
+    loaded = _run_scenario(scenario, out, overrides, resume, backends)
+    options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
+    display = Display(quiet)
+    view = RunDisplay(display, style, resume, on_round)
+    try:
+        train(loaded, _out(out), options, view)
+    except RunDiverged:  # its files are written; the result says so
+        pass
+    result = RunResult.from_folder(view.folder)
+    for note in result.summary.get("notes") or []:  # (the energy model)
+        display.say(f"note: {note}")
+    display.say(f"results in {view.folder}")
+    return result
+
+
+def _run_scenario(
+    scenario: Any, out: Any, overrides: Any, resume: bool, backends: list[str] | None
+) -> Scenario | None:
+    """The Scenario a run plays, with the tracking asked for; None for a resumed run (the
+    scenario recorded in `out`, which a scenario given must equal)."""
+
     if resume and backends:
         raise FedjouleError(
             "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
@@ -691,66 +284,16 @@ def run(
     overrides = _with_tracking(overrides, backends)
     if resume and out is None:
         raise FedjouleError("resume=True needs the run folder to continue: out=...")
-    loaded = None
-    if resume:
-        if scenario is not None:
-            _check_recorded(_scenario(scenario, None), Path(out))
-    else:
-        loaded = _scenario(scenario, overrides)
-    pick_device(device)
-    display = _Display(quiet)
-    say = display.say
-    if loaded is not None:
-        for warning in plausibility_warnings(loaded):
-            say(f"warning: {warning}")
-    folder = Path(out) if out is not None else stamped_folder("runs", loaded.name)
-    total = 0
-
-    def on_start(world, first_round: int) -> None:
-        nonlocal total
-        total = world.scenario.training.rounds
-        if not threads:
-            torch.set_num_threads(run_threads(world))
-        name = world.scenario.name
-        say(
-            f"{name}: {world.scenario.population.size} clients, {world.model.n_params:,} "
-            f"parameters on {world.device}, from round {first_round + 1} of {total}"
-        )
-        if resume:
-            from fedjoule.cli import resume_message
-
-            say(resume_message(folder, first_round, total))
-        display.start_run(name, total, first_round)
-
-    def record(row: dict) -> bool | None:
-        display.round_done(row, total)
-        return None if on_round is None else on_round(_round_row(row))
-
-    common = dict(
-        data_dir=data_dir, device=device, executor=executor, state_memory_mb=state_memory_mb
-    )
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        with _styled(style), display.progress:
-            run_scenario(
-                loaded, folder, resume=resume, on_start=on_start, on_round=record, **common
-            )
-    except RunDiverged:  # its files are written; the result says so
-        pass
-    finally:
-        torch.set_num_threads(before)
-    result = RunResult.from_folder(folder)
-    for note in result.summary.get("notes") or []:  # (the energy model)
-        say(f"note: {note}")
-    say(f"results in {folder}")
-    return result
+    if not resume:
+        return _scenario(scenario, overrides)
+    if scenario is not None:
+        _check_recorded(_scenario(scenario, None), Path(out))
+    return None
 
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
     """A scenario given with resume=True must be the one the folder's run was started with."""
-    from fedjoule.errors import FedjouleError
+    # deferred: the scenario schema and a checkpoint's check (pydantic, numpy)
     from fedjoule.scenarios.loading import read_source
     from fedjoule.simulator.checkpoint import differences
 
@@ -770,6 +313,7 @@ def _check_recorded(scenario: Scenario, folder: Path) -> None:
 
 
 def _sweep_options(backend, address, workers, threads_per_run, device, data_dir, objective=None):
+    # deferred: torch and Ray (the sweep's pool; `import fedjoule.api` stays cheap)
     from fedjoule.planning.sweep import SweepOptions
 
     extra = {} if objective is None else {"objective": objective}
@@ -831,31 +375,12 @@ def sweep(
     after the others finished. track: as for `run`; the sweep is the parent of its
     runs' tracked runs.
     """
-    from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
+    # deferred: matplotlib (the Pareto plots)
     from fedjoule.planning.pareto import ACCURACIES, Objective
-    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
-    from fedjoule.run_progress import RunsProgress
 
     _check_scenario(scenario)
-    if axes is not None and grid is not None:
-        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
-    named = "axes" if grid is None else "grid"
-    axes = grid if axes is None else axes
-    if axes is None:
-        raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
-    arguments.mapping(named, axes)
-    _check_common(
-        out=out,
-        overrides=overrides,
-        backend=backend,
-        address=address,
-        workers=workers,
-        threads_per_run=threads_per_run,
-        device=device,
-        data_dir=data_dir,
-        quiet=quiet,
-    )
+    named, axes = _axes(axes, grid)
+    _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
     arguments.choice("pareto_accuracy", pareto_accuracy, ACCURACIES)
     arguments.flag("pareto_to_target", pareto_to_target)
     seed_list = arguments.seeds("seeds", seeds)
@@ -875,49 +400,44 @@ def sweep(
         data_dir,
         Objective(pareto_accuracy, pareto_to_target),
     )
-    grid_texts, sets = _grid_texts(axes, named, seed_list), override_texts(overrides)
-    folder = Path(out) if out is not None else stamped_folder("sweeps", _label(scenario))
-    check_out_folder(folder)
-    display = _Display(quiet)
-    say, watch = display.say, RunsProgress(display.progress)
-    created = not folder.exists()
-    source, written = _source(scenario, folder)
-
-    def on_plan(points, states, folders) -> None:
-        done = sum(s == "done" for s in states.values())
-        partial = sum(s == "partial" for s in states.values())
-        say(
-            f"sweep {len(points)} runs on {backend}: {done} finished (skipped), {partial} to "
-            f"resume, {len(points) - done - partial} to start; folder {folder}"
-        )
-        for line in state_lines(points, states, folders):
-            say(line)
-        watch.on_plan(points, states, folders)
-
-    def on_run(name: str, status: str) -> None:
-        say(f"{name}: {status}")
-        watch.on_run(name, status)
-
-    try:
-        with _styled(style), watch:
-            result = run_sweep(
-                source,
-                grid_texts,
-                folder,
-                sets,
-                options,
-                on_plan=on_plan,
-                on_run=on_run,
-                seeds=seed_list,
-                ci=ci,
-            )
-    except BaseException:
-        _undo_source(folder, written, created, (SWEEP_JSON,))
-        raise
+    texts, sets = grid_texts(axes, named, seed_list), override_texts(overrides)
+    display = Display(quiet)
+    view = SweepDisplay(display, style, backend)
+    result = run_sweep(scenario, _out(out), texts, sets, options, seed_list, ci, view)
     for warning in result.warnings:
-        say(f"warning: {warning}")
-    say(f"results in {folder}")
-    return SweepResult.from_folder(folder)
+        display.say(f"warning: {warning}")
+    display.say(f"results in {result.out}")
+    return SweepResult.from_folder(result.out)
+
+
+def _axes(axes: Any, grid: Any) -> tuple[str, Mapping]:
+    """The grid given as axes= or as grid= (the same), and the name it was given by."""
+
+    if axes is not None and grid is not None:
+        raise arguments.ArgumentTypeError("give the grid once: axes= or grid=, not both")
+    named = "axes" if grid is None else "grid"
+    axes = grid if axes is None else axes
+    if axes is None:
+        raise arguments.ArgumentTypeError("axes=None: expected a mapping {dotted.key: [values]}")
+    arguments.mapping(named, axes)
+    return named, axes
+
+
+def _check_many(
+    out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet
+) -> None:
+    """The arguments of the commands that run many scenarios (sweep, plan)."""
+    _check_common(
+        out=out,
+        overrides=overrides,
+        backend=backend,
+        address=address,
+        workers=workers,
+        threads_per_run=threads_per_run,
+        device=device,
+        data_dir=data_dir,
+        quiet=quiet,
+    )
 
 
 def _with_tracking(
@@ -969,22 +489,11 @@ def plan(
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
     track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
-    from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.plan import PLAN_JSON, PlanOptions, parse_numbers, run_plan
+    # deferred: torch and Ray (the plan's runs)
+    from fedjoule.planning.plan import PlanOptions
 
     _check_scenario(scenario)
-    _check_common(
-        out=out,
-        overrides=overrides,
-        backend=backend,
-        address=address,
-        workers=workers,
-        threads_per_run=threads_per_run,
-        device=device,
-        data_dir=data_dir,
-        quiet=quiet,
-    )
+    _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
     arguments.flag("per_cell", per_cell)
     seed_list = arguments.seeds("seeds", seeds)
@@ -992,18 +501,7 @@ def plan(
     backends = arguments.tracking("track", track)
     overrides = _with_tracking(overrides, backends)
 
-    def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
-        """The command line's rules (parse_numbers) on the checked values' text."""
-        given = arguments.number_list(name, values, whole=kind is int)
-        return parse_numbers(name, ",".join(map(repr, given)), kind, minimum)
-
-    snrs = number_list("snr_db", snr_db, float)
-    bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
-    k_values = number_list("k", k, int, minimum=1)
-    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
-    arguments.grid_size(
-        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seed_list)} if seed_list else {})}
-    )
+    k_values, snrs, bandwidths = _plan_grid(k, snr_db, bandwidth_hz, seed_list)
     plot_cells = arguments.cells("cells", cells, snrs, bandwidths)
     options = PlanOptions(
         k_values=k_values,
@@ -1016,28 +514,29 @@ def plan(
         seeds=seed_list,
     )
     sets = override_texts(overrides)
-    folder = Path(out) if out is not None else stamped_folder("plans", _label(scenario))
-    check_out_folder(folder)
-    created = not folder.exists()
-    source, written = _source(scenario, folder)
-    from fedjoule.planning.sweep import state_lines
-    from fedjoule.run_progress import RunsProgress
+    result = run_plan(scenario, _out(out), sets, options, RunsDisplay(Display(quiet), style))
+    return PlanResult.from_folder(result.out)
 
-    display = _Display(quiet)
-    say, watch = display.say, RunsProgress(display.progress, label="learning rounds")
 
-    def on_plan(points, states, folders) -> None:  # (a restarted plan's runs)
-        for line in state_lines(points, states, folders):
-            say(line)
-        watch.on_plan(points, states, folders)
+def _plan_grid(k: Any, snr_db: Any, bandwidth_hz: Any, seeds: list[int] | None) -> tuple:
+    """The plan's k, snr_db and bandwidth_hz as lists, checked by the command line's rules
+    (parse_numbers) on the checked values' text; the grid (times the seeds) at most
+    MAX_RUNS cells."""
+    # deferred: torch and Ray (the plan's runs)
+    from fedjoule.planning.plan import parse_numbers
 
-    try:
-        with _styled(style), watch:
-            run_plan(source, folder, sets, options, say=say, on_plan=on_plan, on_run=watch.on_run)
-    except BaseException:
-        _undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
-        raise
-    return PlanResult.from_folder(folder)
+    def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
+        given = arguments.number_list(name, values, whole=kind is int)
+        return parse_numbers(name, ",".join(map(repr, given)), kind, minimum)
+
+    snrs = number_list("snr_db", snr_db, float)
+    bandwidths = number_list("bandwidth_hz", bandwidth_hz, float, 1e-300)
+    k_values = number_list("k", k, int, minimum=1)
+    sizes = {"k": len(k_values), "snr_db": len(snrs), "bandwidth_hz": len(bandwidths)}
+    arguments.grid_size(
+        "k, snr_db, bandwidth_hz", {**sizes, **({"seeds": len(seeds)} if seeds else {})}
+    )
+    return k_values, snrs, bandwidths
 
 
 # --------------------------------------------------------------------------- capacity
@@ -1076,11 +575,8 @@ def capacity(
     notebook, nothing in a script whose stderr is not a terminal; False: always; True:
     never).
     """
-    from fedjoule import arguments
-    from fedjoule.folders import check_out_folder, stamped_folder
-    from fedjoule.planning.capacity import OVER, SEARCHES, plan_capacity
-    from fedjoule.planning.capacity_report import print_capacity, write_capacity
-    from fedjoule.simulator.system_world import build_system_world
+    # deferred: the system-only engine (numpy, SimPy)
+    from fedjoule.planning.capacity import OVER, SEARCHES
 
     _check_scenario(scenario, optional=True)
     _check_common(out=out, overrides=overrides, quiet=quiet)
@@ -1091,31 +587,14 @@ def capacity(
     arguments.real("quantile", quantile, 0, 1, low_open=True)
     arguments.choice("over", over, OVER)
     seeds = arguments.seeds("seeds", seeds)
-    loaded = _scenario(scenario, overrides)
-    folder = Path(out) if out is not None else stamped_folder("runs", f"{loaded.name}-capacity")
-    check_out_folder(folder)
-    world = build_system_world(loaded)
-    display = _Display(quiet)
-    display.say(f"capacity: {loaded.name}, search {search}, simulating the system only ...")
-    figures = plan_capacity(
-        loaded,
-        world,
-        search=search,
-        deadline_s=deadline_s,
-        energy_budget_j=energy_budget_j,
-        rounds=rounds,
-        quantile=quantile,
-        over=over,
-        seeds=seeds,
+    options = CapacityOptions(search, deadline_s, energy_budget_j, rounds, quantile, over, seeds)
+    display = Display(quiet)
+    done = plan_capacity(
+        _scenario(scenario, overrides), _out(out), options, CapacityDisplay(display)
     )
-    if display.shown:
-        from rich.console import Console
+    display.say(f"results in {done.folder}")
+    return CapacityResult.from_folder(done.folder)
 
-        console = display.console if display.console.is_jupyter else None
-        console = console or Console(stderr=True, markup=False, emoji=False)
-        if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
-            console.print(f"notice: {figures['engine_notice']}")
-        print_capacity(console, loaded, figures)
-    write_capacity(folder, figures)
-    display.say(f"results in {folder}")
-    return CapacityResult.from_folder(folder)
+
+def _out(out: str | os.PathLike[str] | None) -> Path | None:
+    return None if out is None else Path(out)

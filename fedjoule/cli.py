@@ -1,69 +1,105 @@
-"""The `fedjoule` command line: thin; parses, calls the packages, prints."""
+"""The `fedjoule` command line: a thin typer shell. Each command parses its flags, builds
+the options of its function in fedjoule/commands/, calls it with its view (cli_views.py)
+and prints the results; mistakes become one `error:` line and an exit code (`invoke`)."""
 
-import signal
+import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import tempfile
+import time
+import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import Progress
+import typer.core
 from rich.table import Table
 from rich.text import Text
 
 from fedjoule import __version__, arguments
+from fedjoule.cli_options import (
+    AddressOption,
+    AllowModulesOption,
+    AllowPathOption,
+    BackendOption,
+    BandwidthOption,
+    BarsQuietOption,
+    CellsOption,
+    CiOption,
+    DataDirOption,
+    EngineOption,
+    ExecutorOption,
+    KOption,
+    ManyDeviceOption,
+    MaxRoundsOption,
+    NoTrainOption,
+    ParetoAccuracy,
+    ParetoToTarget,
+    PerCellOption,
+    PlanOutOption,
+    PlanScenarioArgument,
+    PlotFormatOption,
+    PlotStyleOption,
+    QuietOption,
+    ResumeOption,
+    RunDeviceOption,
+    RunOutOption,
+    ScenarioArgument,
+    SeedsOption,
+    SetOption,
+    SnrOption,
+    StateMemoryOption,
+    ThreadsOption,
+    ThreadsPerRunOption,
+    TrackOption,
+    WorkersOption,
+    output_folder,
+)
+from fedjoule.cli_views import (
+    CapacityBar,
+    RunBar,
+    RunsBars,
+    SweepBars,
+    SystemBar,
+    algorithm_of,
+    bold,
+    console,
+    error,
+    errors,
+    kstar_table,
+    print_algorithm,
+    print_custom,
+    print_notes,
+    print_run,
+    print_sweep,
+    print_tracked,
+    profile_rows,
+)
+from fedjoule.commands.capacity import CapacityOptions
+from fedjoule.commands.capacity import capacity as plan_capacity
+from fedjoule.commands.common import EXECUTORS, scenario_label
+from fedjoule.commands.plan import plan as run_plan
+from fedjoule.commands.report import report as compare_runs
+from fedjoule.commands.run import RunOptions, run_system_only
+from fedjoule.commands.run import run as train
+from fedjoule.commands.sweep import sweep as run_sweep
+from fedjoule.commands.validate import ValidateOptions
+from fedjoule.commands.validate import validate as validate_scenario
 from fedjoule.errors import FedjouleError
-from fedjoule.folders import check_out_folder, stamped_folder
-from fedjoule.run_progress import RunsProgress, many_runs_progress
-
-EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
+from fedjoule.folders import stamped_folder
+from fedjoule.plugins import REGISTRY, PluginError, grant, load_spec, revoke
+from fedjoule.storage import write_text_atomically
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="fedjoule: energy-aware wireless federated-learning simulator.",
 )
-# User text (scenario names, descriptions, paths, messages) is printed literally: no rich
-# markup, no :emoji: codes, no highlighting; styles are given as Text and style= instead.
-console = Console(markup=False, emoji=False, highlight=False)
-errors = Console(stderr=True, markup=False, emoji=False, highlight=False)
-
-
-def bold(text: object) -> Text:
-    return Text(str(text), style="bold")
-
-
-MESSAGE_LINES, MESSAGE_CHARS = 60, 8000  # the most of one error message printed
-
-
-def error(message: str) -> None:
-    """`error: message` on stderr, literally and unwrapped, capped in length."""
-    lines = message.splitlines() or [""]
-    if len(lines) > MESSAGE_LINES:
-        more = len(lines) - MESSAGE_LINES + 1
-        lines = [*lines[: MESSAGE_LINES - 1], f"... and {more} more lines"]
-    text = "\n".join(lines)
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS] + f" ... ({len(text) - MESSAGE_CHARS} more characters)"
-    errors.print(Text.assemble(("error:", "bold red"), " ", text), soft_wrap=True)
-
-
-def output_folder(text: str) -> Path:
-    """An --out value: a path, never the empty string (which would mean the working
-    folder unasked); the folder itself is checked by folders.check_out_folder."""
-    if not text.strip():
-        raise typer.BadParameter("an empty path; give the output folder's path")
-    return Path(text)
 
 
 def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code: bool) -> None:
     """What --allow-module-plugins, --allow-plugin-path (and validate's --import-plugins)
     allow, for the rest of the command (fedjoule/plugins.py); each command that reads a
     scenario sets it anew, and `invoke` undoes it after the command."""
-    from fedjoule.plugins import grant
-
     names = [n.strip() for text in modules or [] for n in text.split(",") if n.strip()]
     grant(names, paths or [], run_code)
 
@@ -71,11 +107,6 @@ def grant_plugins(modules: list[str] | None, paths: list[Path] | None, run_code:
 def internal_error(exc: Exception) -> int:
     """A bug, not a mistake of the user's: one message, the traceback saved to a file
     (printed instead with FEDJOULE_DEBUG=1); exit code 1."""
-    import os
-    import tempfile
-    import time
-    import traceback
-
     if os.environ.get("FEDJOULE_DEBUG"):
         raise exc
     detail = "".join(traceback.format_exception(exc))
@@ -93,35 +124,9 @@ def internal_error(exc: Exception) -> int:
     return 1
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is so that a command unwinds as on Ctrl-C."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated
-
-
-@contextmanager
-def stop_message(message: Callable[[], str]) -> Iterator[None]:
-    """Ctrl-C (exit 130) or SIGTERM (exit 143) inside: print `message()`, no traceback."""
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    except KeyboardInterrupt as exc:
-        errors.print(message(), soft_wrap=True)
-        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def plugin_label(section, spec_field: str) -> str:
-    """A section's name, with the plug-in it names (`custom my_algo.py:MyAlgo`)."""
-    spec = getattr(section, spec_field, None)
-    return f"{section.name} {spec}" if spec else section.name
-
-
 def use_plot_formats(text: str) -> None:
     """--plot-format: every plot of this command (and of the runs it starts) in these."""
+    # deferred: matplotlib (report.figures)
     from fedjoule.report.figures import set_plot_formats
 
     try:
@@ -132,200 +137,36 @@ def use_plot_formats(text: str) -> None:
 
 def use_plot_style(style: str | None) -> None:
     """--plot-style: every plot of this command (and of the runs it starts) in it."""
-    from fedjoule.arguments import plot_style
+    # deferred: matplotlib (report.figures)
     from fedjoule.report.figures import set_plot_style
 
-    set_plot_style(plot_style("--plot-style", style))
+    set_plot_style(arguments.plot_style("--plot-style", style))
 
 
 def ci_method(text: str) -> str:
     """--ci: t or bootstrap, checked as the API's `ci` is (fedjoule/arguments.py)."""
-    from fedjoule.arguments import ci
-
-    return ci("--ci", text)
-
-
-def print_notes(warnings: list[str]) -> None:
-    """Warnings of a command's results (e.g. CIs from fewer than 3 seeds), in yellow."""
-    for warning in warnings:
-        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
-
-
-def scenario_label(scenario: str) -> str:
-    """A built-in scenario's name, or a YAML file's stem."""
-    return Path(scenario).stem if scenario.endswith((".yaml", ".yml")) else scenario
-
-
-def progress_bar(quiet: bool) -> Progress:
-    """The bar of long commands: description, bar, done/total, a status field, time spent
-    and time left."""
-    return many_runs_progress(console, quiet)
-
-
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option("--set", "-s", help="Override a scenario field: dotted.key=value (repeatable)."),
-]
-AllowModulesOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--allow-module-plugins",
-        help="Let the scenario name module plug-ins (package.module:name) of this top-level "
-        "package; comma-separated or repeated. Never the standard library.",
-    ),
-]
-AllowPathOption = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--allow-plugin-path",
-        help="Let the scenario name plug-in files inside this folder, besides its own "
-        "folder (repeatable).",
-    ),
-]
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option(help="Dataset folder (default $FEDJOULE_DATA_DIR, else a user cache)."),
-]
-# the options of commands that run many scenarios (sweep, plan): planning.sweep.SweepOptions
-BackendOption = Annotated[
-    str, typer.Option(help="Where runs execute: local (a process pool on this machine) or ray.")
-]
-AddressOption = Annotated[
-    str | None,
-    typer.Option(help="Ray cluster address (--backend ray); default: start a local Ray."),
-]
-WorkersOption = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        max=arguments.MAX_WORKERS,
-        help="Runs at once (default: local, cores // threads-per-run; ray, as many as the "
-        "cluster's resources allow).",
-    ),
-]
-ThreadsPerRunOption = Annotated[
-    int,
-    typer.Option(
-        min=1,
-        max=arguments.MAX_THREADS,
-        help="Torch threads (and Ray CPUs) per run. Results are bit-identical across "
-        "backends and restarts for the same value.",
-    ),
-]
-ManyDeviceOption = Annotated[
-    str,
-    typer.Option(
-        help="auto (CUDA if present), cpu or cuda; with ray, each run asks for one GPU "
-        "when cuda (auto: when the cluster has GPUs)."
-    ),
-]
-PlotFormatOption = Annotated[
-    str,
-    typer.Option(
-        "--plot-format",
-        help="Plot formats, comma-separated: png (always written), pdf, svg; e.g. png,pdf "
-        "writes every plot also as PDF beside its PNG.",
-    ),
-]
-PlotStyleOption = Annotated[
-    str | None,
-    typer.Option(
-        "--plot-style",
-        help="paper: no titles, 3.5 in wide (one column of a two-column paper), 8 pt axis "
-        "labels and 7 pt tick labels and legends; or a matplotlib style file FILE.mplstyle "
-        "(its font sizes, and its figure width where it sets figure.figsize).",
-    ),
-]
-CiOption = Annotated[
-    str,
-    typer.Option(
-        "--ci",
-        help="The 95 % CI over seeds: t (Student t, default) or bootstrap (percentile, "
-        "2000 resamples, seeded); clipped to each figure's physical range (docs/seeds.md).",
-    ),
-]
-TrackOption = Annotated[
-    str | None,
-    typer.Option(
-        "--track",
-        help="Experiment tracking, comma-separated: tensorboard, mlflow (a local file store), "
-        "wandb (offline), csv, or a plug-in 'file.py:ClassName' (sets the scenario's "
-        "tracking.backends; docs/tracking.md).",
-    ),
-]
-SeedsOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Repeat over seeds: N (seeds 0..N-1) or a list 3,7,11. One run folder per seed "
-        "and aggregate.csv/json with <field>_mean, _std and _ci95 (95 % Student-t CI over "
-        "seeds) of every summary figure (docs/seeds.md).",
-    ),
-]
+    return arguments.ci("--ci", text)
 
 
 @app.command()
 def run(
-    scenario: Annotated[
-        str, typer.Argument(help="A built-in scenario name or a YAML file.")
-    ] = "default",
-    out: Annotated[
-        Path | None,
-        typer.Option(parser=output_folder, help="Output folder (default runs/<name>-<time>)."),
-    ] = None,
+    scenario: ScenarioArgument = "default",
+    out: RunOutOption = None,
     set_: SetOption = None,
-    device: Annotated[str, typer.Option(help="auto (CUDA if present), cpu or cuda.")] = "auto",
+    device: RunDeviceOption = "auto",
     data_dir: DataDirOption = None,
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="vectorised (all clients at once; hand-batched for dense models), vmap "
-            "(plain torch.func vmap, for comparison), compiled (vmap through "
-            "torch.compile: slow to start, for GPUs) or sequential (the reference)."
-        ),
-    ] = "vectorised",
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
-    ] = False,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            max=arguments.MAX_THREADS,
-            help="CPU threads for torch (default: one when a local step of the round's "
-            "clients is under 1e7 forward FLOPs, else all cores; waiting threads sleep "
-            "after 300 spins, GOMP_SPINCOUNT). Results are bit-identical for the same count.",
-        ),
-    ] = None,
-    state_memory_mb: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            max=arguments.MAX_MEMORY_MB,
-            help="Client state (SCAFFOLD c_i, FedDyn g_i, ...) kept in memory; beyond it rows "
-            "spill to client_state.bin in the run folder.",
-        ),
-    ] = 2048,
+    executor: ExecutorOption = "vectorised",
+    resume: ResumeOption = False,
+    threads: ThreadsOption = None,
+    state_memory_mb: StateMemoryOption = 2048,
     seeds: SeedsOption = None,
     track: TrackOption = None,
     plot_format: PlotFormatOption = "png",
     plot_style: PlotStyleOption = None,
     ci: CiOption = "t",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    no_train: Annotated[
-        bool,
-        typer.Option(
-            "--no-train",
-            help="System only: availability, selection, channel, time and energy without "
-            "data or training (numpy engine, millions of devices; docs/system-engine.md).",
-        ),
-    ] = False,
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="With --no-train: auto (numpy, or SimPy where numpy cannot), numpy, or simpy "
-            "(the SimPy engine with training skipped)."
-        ),
-    ] = "auto",
+    quiet: QuietOption = False,
+    no_train: NoTrainOption = False,
+    engine: EngineOption = "auto",
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
 ) -> None:
@@ -370,12 +211,8 @@ def run(
         )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
-    import torch
-
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.simulator.run import run_scenario
-    from fedjoule.simulator.world import pick_device
-    from fedjoule.threads import run_threads
 
     # everything is checked before anything is created
     if executor not in EXECUTORS:
@@ -385,205 +222,19 @@ def run(
     if resume and out is None:
         raise FedjouleError("--resume needs the run folder to continue: --out DIR")
     loaded = None if resume else load_scenario(scenario, set_ or [])
-    pick_device(device)
-    if loaded is not None:
-        print_warnings(loaded)
-    out = out or stamped_folder("runs", loaded.name)  # (run_scenario checks it)
-    if threads:
-        torch.set_num_threads(threads)
-    progress = progress_bar(quiet)
-    task = None
-    finished: int | None = None  # the last round whose results and checkpoint are on disk
-
-    def on_start(world, first_round: int) -> None:
-        nonlocal task, finished
-        if not threads:
-            torch.set_num_threads(run_threads(world))
-        name = world.scenario.name
-        console.print(
-            Text.assemble(
-                bold(name),
-                f": {world.scenario.population.size} clients, "
-                f"{plugin_label(world.scenario.algorithm, 'class_')}, "
-                f"model {plugin_label(world.scenario.model, 'factory')} "
-                f"({world.model.n_params:,} parameters) on {world.device}",
-            ),
-            soft_wrap=True,
-        )
-        if resume:
-            console.print(resume_message(out, first_round, world.scenario.training.rounds))
-        task = progress.add_task(
-            name, total=world.scenario.training.rounds, completed=first_round, status=""
-        )
-        finished = first_round - 1 if first_round else None
-
-    def on_round(row: dict) -> None:
-        nonlocal finished
-        finished = row["round"]
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        if row.get("accuracy") is not None:
-            status += f"  acc {row['accuracy']:.3f}"
-        progress.update(task, advance=1, status=status)
-
-    def stopped() -> str:
-        if not (out / "scenario.yaml").exists():
-            return "interrupted before the run started; nothing was written"
-        if finished is not None:
-            when = f" after round {finished}"
-        else:
-            when = "" if resume else " before the first round finished"
-        return f"interrupted{when}; continue with: fedjoule run --resume --out {out}"
-
-    with stop_message(stopped), progress:
-        out_dir, summary = run_scenario(
-            loaded,
-            out,
-            data_dir=data_dir,
-            device=device,
-            executor=executor,
-            resume=resume,
-            state_memory_mb=state_memory_mb,
-            on_start=on_start,
-            on_round=on_round,
-        )
-    print_summary(summary)
-    print_energy_per_participation(out_dir)
-    console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
-    print_tracked(out_dir)
-
-
-def print_energy_per_participation(out_dir: Path) -> None:
-    """One line: each device class's energy per participation (clients.csv, the right
-    panel of energy_by_class.png), e.g. `phone-5g 12.5 J`."""
-    from fedjoule.report.plots import energy_by_class
-
-    classes = energy_by_class(out_dir / "clients.csv")
-    parts = [
-        f"{name} {sum(c['energy'].values()) / c['selected']:.3g} J"
-        for name, c in classes.items()
-        if c["selected"]
-    ]
-    if parts:
-        console.print("energy per participation: " + ", ".join(parts), soft_wrap=True)
-
-
-def resume_message(out: Path, first_round: int, total: int) -> str:
-    """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
-    (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
-    from fedjoule.simulator.checkpoint import NAME
-
-    if first_round == 0:
-        return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
-    if first_round >= total:
-        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
-    done = (
-        "1 round done (rounds.csv row 0)"
-        if first_round == 1
-        else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
-    )
-    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
+    options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
+    print_run(*train(loaded, out, options, RunBar(quiet, resume)))
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
     """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.simulator.system_run import run_system
 
     if resume:
         raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
     loaded = load_scenario(scenario, set_)
-    print_warnings(loaded)
-    out = out or stamped_folder("runs", f"{loaded.name}-system")
-    check_out_folder(out)
-    progress = progress_bar(quiet)
-    task = None
-
-    def on_start(world, chosen: str, notices: list[str]) -> None:
-        nonlocal task
-        for notice in notices:
-            errors.print(Text.assemble(("notice:", "yellow"), " ", notice), soft_wrap=True)
-        console.print(
-            Text.assemble(
-                bold(loaded.name),
-                f": {loaded.population.size:,} clients, no training, {chosen} engine, "
-                f"model {loaded.model.name} ({world.n_params:,} parameters)",
-            ),
-            soft_wrap=True,
-        )
-        task = progress.add_task(loaded.name, total=loaded.training.rounds, status="")
-
-    def on_round(row: dict) -> None:
-        status = f"sim {row['sim_time_end_s']:.1f} s  {row['cumulative_energy_j']:.3g} J"
-        progress.update(task, advance=1, status=status)
-
-    def stopped() -> str:
-        return f"interrupted; a --no-train run cannot be continued (rounds so far in {out})"
-
-    with stop_message(stopped), progress:
-        out_dir, summary = run_system(
-            loaded, out, engine=engine, on_start=on_start, on_round=on_round
-        )
-    print_summary(summary)
-    print_energy_per_participation(out_dir)
-    console.print(Text.assemble("results in ", bold(out_dir)), soft_wrap=True)
-    print_tracked(out_dir)
-
-
-def print_warnings(scenario) -> None:
-    """Legal values that are almost surely unit slips (saved in the run folder too)."""
-    from fedjoule.scenarios.plausibility import plausibility_warnings
-
-    for warning in plausibility_warnings(scenario):
-        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
-
-
-def print_summary(summary: dict) -> None:
-    """The summary table, then its `notes` (the energy model) and its `warnings` (failed
-    rounds, dropped clients) in yellow."""
-    table = Table(title="summary", show_header=False)
-    for key, value in summary.items():
-        if key not in ("notes", "warnings"):
-            table.add_row(key, summary_value(key, value))
-    console.print(table)
-    for note in summary.get("notes") or []:
-        errors.print(Text.assemble(("note:", "cyan"), " ", note), soft_wrap=True)
-    for warning in summary.get("warnings") or []:
-        errors.print(Text.assemble(("warning:", "yellow"), " ", warning), soft_wrap=True)
-
-
-def summary_value(key: str, value) -> str:
-    """A summary value as printed: thousands separated, floats to 4 digits, and times in
-    seconds (`..._s`) of a minute or more also in min, h or d ('25,000 (6.9 h)')."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, int):
-        text = f"{value:,}"
-    else:
-        text = f"{value:,.0f}" if 1000 <= abs(value) < 1e12 else f"{value:.4g}"
-    if key.endswith("_s") and 60 <= value < float("inf"):
-        for unit, seconds in (("d", 86400), ("h", 3600), ("min", 60)):
-            if value >= (2 * seconds if unit == "d" else seconds):
-                return f"{text} ({value / seconds:.1f} {unit})"
-    return text
-
-
-ParetoAccuracy = Annotated[
-    str,
-    typer.Option(
-        help="Accuracy of the Pareto fronts: final_accuracy, best_accuracy, "
-        "worst_client_accuracy or client_accuracy_p10."
-    ),
-]
-ParetoToTarget = Annotated[
-    bool,
-    typer.Option(
-        "--pareto-to-target",
-        help="Fronts over energy and time to the target (runs that never reach it are left "
-        "out) instead of the totals.",
-    ),
-]
+    print_run(*run_system_only(loaded, out, engine, SystemBar(quiet)))
 
 
 @app.command()
@@ -640,13 +291,11 @@ def sweep(
     ci_method(ci)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
-    from fedjoule.planning.grid import table_columns
+    # deferred: matplotlib and the sweep's pool (torch, Ray)
     from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions, run_sweep, state_lines
-    from fedjoule.report.compare import aggregate_table, summary_table
-    from fedjoule.seeds import parse_seeds
+    from fedjoule.planning.sweep import SweepOptions
 
-    seed_list = parse_seeds(seeds)
+    seed_list = arguments.seeds_text(seeds)
 
     options = SweepOptions(
         backend=backend,
@@ -657,70 +306,9 @@ def sweep(
         data_dir=str(data_dir) if data_dir else None,
         objective=Objective(pareto_accuracy, pareto_to_target),
     )
-    out = out or stamped_folder("sweeps", scenario_label(scenario))
-    check_out_folder(out)
-    watch = RunsProgress(many_runs_progress(console, quiet))
-
-    def on_plan(points, states, folders) -> None:
-        done = sum(s == "done" for s in states.values())
-        partial = sum(s == "partial" for s in states.values())
-        watch.progress.console.print(
-            Text.assemble(
-                bold("sweep"),
-                f" {len(points)} runs on {backend}: {done} finished (skipped), "
-                f"{partial} to resume, {len(points) - done - partial} to start; folder {out}",
-            ),
-            soft_wrap=True,
-        )
-        for line in state_lines(points, states, folders):
-            watch.progress.console.print(line, soft_wrap=True)
-        watch.on_plan(points, states, folders)
-
-    def stopped() -> str:
-        return f"interrupted; run the same command with --out {out} to finish the sweep"
-
-    with stop_message(stopped), watch:
-        result = run_sweep(
-            scenario,
-            grid or [],
-            out,
-            set_ or [],
-            options,
-            on_plan=on_plan,
-            on_run=watch.on_run,
-            seeds=seed_list,
-            ci=ci,
-        )
-    keys = result.grid_keys if result.rows else []
-    objective = options.objective
-    shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
-    console.print(summary_table(shown_rows, shown_keys, sweep_title(objective), objective))
-    if seed_list:
-        title = f"mean ± 95 % CI over seeds ({ci})"
-        shown_keys, means = table_columns(keys, result.aggregate)
-        console.print(aggregate_table(means, shown_keys, title, objective))
-    print_notes(result.warnings)
-    files = "aggregate.csv/json, *_mean.png" if seed_list else "pareto_*.png"
-    console.print(
-        Text.assemble("results in ", bold(result.out), f" (sweep.csv, sweep.json, {files})"),
-        soft_wrap=True,
-    )
-    print_tracked(result.out)
-
-
-def print_tracked(out: Path) -> None:
-    """Where a run, sweep or plan was tracked (--track), and how to open it."""
-    from fedjoule.tracking.session import where_tracked
-
-    for line in where_tracked(out):
-        console.print(Text.assemble("tracked: ", line), soft_wrap=True)
-
-
-def sweep_title(objective) -> str:
-    """The sweep table's title: what its cost columns are (the front's quantities)."""
-    if objective.to_target:
-        return "sweep (energy and time to the target: the fronts' costs)"
-    return "sweep"
+    view = SweepBars(quiet, backend)
+    result = run_sweep(scenario, out, grid or [], set_ or [], options, seed_list, ci, view)
+    print_sweep(result, options.objective, seed_list, ci)
 
 
 @app.command()
@@ -748,17 +336,12 @@ def report(
     use_plot_formats(plot_format)
     use_plot_style(plot_style)
     ci_method(ci)
+    # deferred: matplotlib and the sweep's pool (torch, Ray)
+    # deferred: matplotlib (the comparison's plots)
     from fedjoule.planning.pareto import Objective
-    from fedjoule.report.compare import (
-        aggregate_table,
-        compare_runs,
-        default_report_dir,
-        summary_table,
-    )
+    from fedjoule.report.compare import aggregate_table, summary_table
 
     objective = Objective(pareto_accuracy, pareto_to_target)
-    out = out or default_report_dir()
-    check_out_folder(out)
     result = compare_runs(run_dirs, out, objective, ci)
     console.print(summary_table(result.rows, title="runs", objective=objective))
     if result.aggregate:
@@ -838,101 +421,28 @@ def capacity(
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
-
-    from fedjoule.planning.capacity import plan_capacity
-    from fedjoule.planning.capacity_report import print_capacity, write_capacity
+    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
     from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.seeds import parse_seeds
-    from fedjoule.simulator.system_world import build_system_world
 
-    seed_list = parse_seeds(seeds)
+    options = CapacityOptions(
+        search, deadline_s, energy_budget_j, rounds, quantile, over, arguments.seeds_text(seeds)
+    )
     loaded = load_scenario(scenario, set_ or [])
-    folder = out or stamped_folder("runs", f"{loaded.name}-capacity")
-    check_out_folder(folder)
-    world = None if seed_list else build_system_world(loaded)
-    progress = progress_bar(quiet)
-    with progress:
-        task = progress.add_task("candidates", total=None, status="")
-
-        def on_step(figures: dict) -> None:
-            def g(key: str) -> str:
-                return "—" if figures[key] is None else f"{figures[key]:.4g}"
-
-            status = (
-                f"seed {figures['seed']}, m={figures['clients_per_round']}, "
-                f"B={g('uplink_bandwidth_hz')} Hz: client {g('client_time_s')} s, "
-                f"round {g('round_time_s')} s, device {g('device_energy_j')} J"
-            )
-            progress.update(task, advance=1, status=status)
-
-        plan = plan_capacity(
-            loaded,
-            world,
-            search=search,
-            deadline_s=deadline_s,
-            energy_budget_j=energy_budget_j,
-            rounds=rounds,
-            quantile=quantile,
-            over=over,
-            seeds=seed_list,
-            on_step=on_step,
-        )
-    if plan["engine_notice"]:
-        errors.print(Text.assemble(("notice:", "yellow"), " ", plan["engine_notice"]))
-    print_capacity(console, loaded, plan)
-    write_capacity(folder, plan)
-    console.print(Text.assemble("results in ", bold(folder)), soft_wrap=True)
+    done = plan_capacity(loaded, out, options, CapacityBar(quiet))
+    console.print(Text.assemble("results in ", bold(done.folder)), soft_wrap=True)
 
 
 @app.command()
 def plan(
-    scenario: Annotated[
-        str, typer.Argument(help="A built-in scenario name or a YAML file (with a target).")
-    ],
-    k: Annotated[
-        str, typer.Option("--k", help="Local steps K to compare, comma-separated.")
-    ] = "1,2,5,10,20,50",
-    snr_db: Annotated[
-        str, typer.Option(help="SNR grid (dB), set as channel.snr_db, comma-separated.")
-    ] = "0,10,20,30",
-    bandwidth_hz: Annotated[
-        str,
-        typer.Option(
-            help="Uplink bandwidth grid (Hz), channel.uplink_bandwidth_hz, comma-separated."
-        ),
-    ] = "1e5,1e6,1e7",
+    scenario: PlanScenarioArgument,
+    k: KOption = "1,2,5,10,20,50",
+    snr_db: SnrOption = "0,10,20,30",
+    bandwidth_hz: BandwidthOption = "1e5,1e6,1e7",
     set_: SetOption = None,
-    max_rounds: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            max=arguments.MAX_ROUNDS,
-            help="Rounds cap of every learning run (default the scenario's training.rounds); "
-            "a K that has not reached the target by then is reported as not reached.",
-        ),
-    ] = None,
-    cells: Annotated[
-        str | None,
-        typer.Option(
-            help="Cells drawn in energy_vs_k.png: SNR:BW,... (default: the grid's corners)."
-        ),
-    ] = None,
-    per_cell: Annotated[
-        bool,
-        typer.Option(
-            "--per-cell",
-            help="Run every (K, cell) as its own learning run even where one run per K "
-            "could price the grid (a check of the repricing; slower).",
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            parser=output_folder,
-            help="Plan folder (default plans/<name>-<time>); give it again to resume the "
-            "learning runs of an interrupted plan.",
-        ),
-    ] = None,
+    max_rounds: MaxRoundsOption = None,
+    cells: CellsOption = None,
+    per_cell: PerCellOption = False,
+    out: PlanOutOption = None,
     backend: BackendOption = "local",
     address: AddressOption = None,
     workers: WorkersOption = None,
@@ -942,7 +452,7 @@ def plan(
     seeds: SeedsOption = None,
     plot_format: PlotFormatOption = "png",
     plot_style: PlotStyleOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: BarsQuietOption = False,
     allow_module_plugins: AllowModulesOption = None,
     allow_plugin_path: AllowPathOption = None,
     track: TrackOption = None,
@@ -960,9 +470,9 @@ def plan(
     use_plot_style(plot_style)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
 
-    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers, run_plan
+    # deferred: the plan's runs (torch, Ray)
+    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers
     from fedjoule.planning.sweep import SweepOptions
-    from fedjoule.seeds import parse_seeds
 
     snrs = parse_numbers("--snr-db", snr_db, float)
     bandwidths = parse_numbers("--bandwidth-hz", bandwidth_hz, float, minimum=1e-300)
@@ -973,7 +483,7 @@ def plan(
         max_rounds=max_rounds,
         plot_cells=parse_cells(cells, snrs, bandwidths) if cells else None,
         per_cell=per_cell,
-        seeds=parse_seeds(seeds),
+        seeds=arguments.seeds_text(seeds),
         sweep=SweepOptions(
             backend=backend,
             address=address,
@@ -983,59 +493,8 @@ def plan(
             data_dir=str(data_dir) if data_dir else None,
         ),
     )
-    folder = out or stamped_folder("plans", scenario_label(scenario))
-    check_out_folder(folder)
-
-    def stopped() -> str:
-        return f"interrupted; run the same command with --out {folder} to resume its runs"
-
-    watch = RunsProgress(many_runs_progress(console, quiet), label="learning rounds")
-
-    def on_plan(points, states, folders) -> None:
-        from fedjoule.planning.sweep import state_lines
-
-        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
-            watch.progress.console.print(line, soft_wrap=True)
-        watch.on_plan(points, states, folders)
-
-    with stop_message(stopped), watch:
-        result = run_plan(
-            scenario,
-            folder,
-            set_ or [],
-            options,
-            say=lambda s: watch.progress.console.print(s, soft_wrap=True),
-            on_plan=on_plan,
-            on_run=watch.on_run,
-            on_replays=watch.replays,
-            on_replay=watch.replayed,
-        )
-    from fedjoule.report.terminal import FittedTable
-
-    table = FittedTable(title=f"K* per cell ({result.method})", keys=2)  # never cuts a value
-    columns = ["SNR (dB)", "bandwidth (Hz)", "K*", "R(K*)", "E_total (J)"]
-    if options.seeds:
-        columns[3:] = ["R(K*) mean", "E_total (J) mean ± 95 % CI", "indistinguishable K"]
-    for column in columns:
-        table.add_column(column)
-    for b in result.best:
-        found = b["K_star"] is not None
-        energy = f"{b['E_total_j']:.4g}" if found else ""
-        if found and b.get("E_total_j_ci95") is not None:  # (energy >= 0: a CI cut at 0 J)
-            ci = b["E_total_j_ci95"]
-            energy += f" ± {ci:.2g}" if ci <= b["E_total_j"] else f" [0, {b['E_total_j'] + ci:.3g}]"
-        same = ", ".join(map(str, b.get("indistinguishable", [])))
-        rounds = b.get("rounds_to_target", "")
-        rounds = "—" if rounds is None else rounds  # (no None printed)
-        cells = [
-            f"{b['snr_db']:g}",
-            f"{b['bandwidth_hz']:g}",
-            str(b["K_star"]) if found else "no K reaches the target",
-            (f"{rounds:.4g}" if isinstance(rounds, float) else str(rounds)) if found else "",
-            energy,
-        ]
-        table.add_row(*cells, *([same] if options.seeds else []))
-    console.print(table)
+    result = run_plan(scenario, out, set_ or [], options, RunsBars(quiet))
+    console.print(kstar_table(result.method, result.best, bool(options.seeds)))
     console.print(f"method: {result.method}: {result.reason}", soft_wrap=True)
     console.print(
         Text.assemble(
@@ -1052,6 +511,7 @@ def plan(
 @app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.loading import builtin_names, load_scenario
 
     table = Table(show_header=True)
@@ -1067,12 +527,34 @@ def profiles(
     name: Annotated[
         str | None, typer.Argument(help="One profile: every field, its value and source.")
     ] = None,
+    import_file: Annotated[
+        str | None,
+        typer.Option(
+            "--import",
+            help="Read an Android power_profile.xml and print its CPU tables as a device "
+            "class's dvfs field (YAML), with battery_j from battery.capacity.",
+        ),
+    ] = None,
+    voltage_v: Annotated[
+        float | None,
+        typer.Option(
+            help="With --import: the voltage turning its currents into power (V; default: "
+            "the file's controller voltage, when it gives one)."
+        ),
+    ] = None,
 ) -> None:
     """List the device profiles a device class can name (`profile: NAME`): measured device
-    classes, each value with its source. Exit code 2 for an unknown name."""
+    classes, each value with its source. Exit code 2 for an unknown name or a file
+    --import refuses."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
     from fedjoule.scenarios.schema import DeviceClass
 
+    if import_file is not None or voltage_v is not None:
+        from fedjoule.devices.power_profile import import_command  # deferred: XML reader
+
+        sys.stdout.write(import_command(name, import_file, voltage_v))
+        return
     if name is None:
         table = Table(show_header=True)
         for column in ("name", "description", "compute", "radio"):
@@ -1097,62 +579,6 @@ def profiles(
     console.print(table)
 
 
-# The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)
-COMPUTE_FIELDS = {
-    "cpu": ("cpu_freq_min_hz", "cpu_freq_max_hz", "kappa", "flops_per_cycle"),
-    "accelerator": ("peak_flops", "efficiency", "active_power_w", "compute_spread_sigma"),
-    "efficiency": ("flops_per_s", "flops_per_joule", "compute_spread_sigma"),
-    "measured": (
-        "reference_seconds_per_sample",
-        "reference_flops_per_sample",
-        "measured_power_w",
-        "compute_spread_sigma",
-    ),
-}
-
-
-def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
-    """(field, value, source) of every value a run on the profile uses, after defaults:
-    the compute kind's fields, the radio's resolved parameters (fedjoule/devices/radio.py),
-    the battery's; a source is the profile's, else the default's."""
-    from fedjoule.devices import radio
-
-    model = resolved.radio.model
-    every = set().union(*COMPUTE_FIELDS.values())
-    skipped = {"profile", "share", "radio"} | (every - set(COMPUTE_FIELDS[resolved.compute]))
-    if model in radio.MEASURED:
-        skipped.add("rx_power_w")  # (receiving draws base_power_w)
-    rows = []
-    for field, info in type(resolved).model_fields.items():
-        if field in skipped:
-            continue
-        source = profile.sources.get(field) or (
-            "the name of the profile" if field == "name" else f"default: {info.description}"
-        )
-        rows.append((field, getattr(resolved, field), source))
-    rows.append(("radio.model", model, profile.sources.get("radio.model", "default")))
-    params = radio.resolve(resolved.radio, 0.0, 0.0)
-    for field in radio.PARAMETERS:
-        given = getattr(resolved.radio, field) is not None
-        if field in radio.parameters_used(model) or given:
-            source = profile.sources.get(f"radio.{field}") if given else None
-            source = source or radio.default_source(model, field)
-            rows.append((f"radio.{field}", getattr(params, field), source))
-    return rows
-
-
-CUSTOM_USAGE = (
-    'algorithm: {name: custom, class: "file.py:ClassName", options: {...}}',
-    "class: a Python file (looked for next to the scenario file, then in the working "
-    "folder) or an importable module, 'package.module:ClassName'; the class subclasses "
-    "fedjoule.algorithms.base.Algorithm and its config_class (an AlgorithmConfig) checks "
-    "options.",
-    "scenario.yaml records the file's path and SHA-256; --resume refuses a file that "
-    "changed since.",
-    "fedjoule algorithms file.py:ClassName shows its options.",
-)
-
-
 @app.command()
 def algorithms(
     name: Annotated[
@@ -1166,8 +592,8 @@ def algorithms(
     """List the algorithms a scenario can name (built in, installed by packages through the
     entry-point group fedjoule.algorithms, or custom) with their options. Exit code 1 when
     the one asked for is an installed algorithm that fails to load."""
+    # deferred: torch (the algorithm classes)
     from fedjoule.algorithms.registry import CUSTOM, names
-    from fedjoule.plugins import REGISTRY, PluginError
 
     entries = REGISTRY.entries("algorithm")
     if name is None:
@@ -1184,8 +610,8 @@ def algorithms(
         if problem:
             raise typer.Exit(1)
     elif ":" in name:  # a plug-in class, as `class:` of a custom algorithm names it
+        # deferred: torch (the algorithm classes)
         from fedjoule.algorithms.registry import check_algorithm_class
-        from fedjoule.plugins import load_spec
 
         try:
             cls, source = load_spec(name)
@@ -1200,70 +626,6 @@ def algorithms(
             f"unknown algorithm {name!r}; available: {', '.join(names())} "
             "(or a plug-in class file.py:ClassName)"
         )
-
-
-def algorithm_of(entry) -> tuple[type | None, str | None]:
-    """An entry's algorithm class, or None and why it cannot be used (an installed
-    package that fails to import or names no Algorithm)."""
-    from fedjoule.algorithms.registry import check_algorithm_class
-    from fedjoule.plugins import entry_target
-
-    try:
-        cls, _ = entry_target(entry)
-        return check_algorithm_class(cls, f"{entry.name} ({entry.origin})"), None
-    except Exception as exc:  # a broken package is shown as such, not as a traceback
-        return None, str(exc) or type(exc).__name__
-
-
-def option_rows(config) -> list[tuple[str, str, str, str, str]]:
-    """(option, type, allowed, default, meaning) of each field of an options model."""
-    from fedjoule.scenarios.reference import _allowed, _default, _type_name
-
-    def plain(text: str) -> str:  # the reference's Markdown as terminal text
-        return text.replace(" \\| ", " | ").replace("`", "")
-
-    return [
-        (
-            info.alias or key,  # as a scenario writes it
-            plain(_type_name(info.annotation)),
-            plain(_allowed(info.annotation, info.metadata)),
-            plain(_default(info)),
-            info.description or "",
-        )
-        for key, info in config.model_fields.items()
-        if key != "name"
-    ]
-
-
-def print_algorithm(name: str, origin: str, cls, problem: str | None) -> None:
-    console.print(Text.assemble(bold(name), f"  ({origin})"), soft_wrap=True)
-    if problem is not None:
-        console.print(Text.assemble("  ", ("broken:", "bold red"), " ", problem), soft_wrap=True)
-        console.print()
-        return
-    summary = (cls.__doc__ or "").strip().splitlines()
-    if summary:
-        console.print(f"  {summary[0]}", soft_wrap=True)
-    rows = option_rows(cls.config_class)
-    if not rows:
-        console.print("  no options")
-    else:
-        table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
-        for column in ("option", "type", "allowed", "default", "meaning"):
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        console.print(table)
-    console.print()
-
-
-def print_custom() -> None:
-    console.print(
-        Text.assemble(bold("custom"), "  (a plug-in class from a Python file or module)"),
-        soft_wrap=True,
-    )
-    for line in CUSTOM_USAGE:
-        console.print(f"  {line}", soft_wrap=True)
 
 
 @app.command()
@@ -1290,25 +652,17 @@ def validate(
     trace files, the network), short of training; print what is wrong, or with --show the
     resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
-    from fedjoule.scenarios.loading import load_scenario, scenario_yaml
-    from fedjoule.simulator.system_run import choose_engine
-    from fedjoule.simulator.system_world import build_system_world
-    from fedjoule.simulator.world import build_world
+    # deferred: the scenario schema (pydantic)
+    from fedjoule.scenarios.loading import scenario_yaml
 
-    scenario = load_scenario(file, set_ or [])
-    named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
-    unchecked = "custom" in named and not import_plugins
-    if no_train:  # what `run --no-train` checks before it makes its folder
-        choose_engine(scenario, "auto")
-        build_system_world(scenario)
-    elif not unchecked:  # what `run` checks: the data, the model, the world
-        build_world(scenario, data_dir=data_dir, device="cpu")
-    print_warnings(scenario)
+    options = ValidateOptions(file, set_ or [], import_plugins, no_train, data_dir)
+    checked = validate_scenario(options)
+    print_notes(checked.warnings)
     if show:  # stdout holds only the YAML, unwrapped
-        sys.stdout.write(scenario_yaml(scenario))
+        sys.stdout.write(scenario_yaml(checked.scenario))
         sys.stdout.flush()
     note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
-    (errors if show else console).print(f"{file}: valid{note * unchecked}", soft_wrap=True)
+    (errors if show else console).print(f"{file}: valid{note * checked.unchecked}", soft_wrap=True)
 
 
 traces_app = typer.Typer(
@@ -1326,10 +680,8 @@ def traces_convert(
     """Write a FedScale trace (pickle, read without running code; JSON; CSV) as JSON,
     checked entry by entry. Exit code 2, naming the file and the global, for a pickle that
     names anything but dicts, lists, numbers and strings."""
-    import os
-
+    # deferred: numpy and the device models (devices.fedscale)
     from fedjoule.devices.fedscale import to_json_text
-    from fedjoule.storage import write_text_atomically
 
     if not out.strip():
         raise FedjouleError("--out: give the JSON file to write")
@@ -1351,6 +703,7 @@ def traces_convert(
 @app.command()
 def reference() -> None:
     """Print the scenario reference (every field, its default and meaning) as Markdown."""
+    # deferred: the scenario schema (pydantic)
     from fedjoule.scenarios.reference import reference_markdown
 
     sys.stdout.write(reference_markdown())
@@ -1390,8 +743,6 @@ def main() -> None:
 def invoke(args: list[str] | None = None) -> int:
     """Run the command line `args` (default: sys.argv[1:]) and return its exit code; a
     mistake prints one `error: ...` message on stderr, not a traceback."""
-    from fedjoule.plugins import grant, revoke
-
     before = grant()  # the defaults; what the command's options allow is undone after it
     try:
         return _invoke(args)
@@ -1432,10 +783,8 @@ def _invoke(args: list[str] | None) -> int:
 def click_classes(name: str) -> tuple[type[BaseException], ...]:
     """The exception class `name` of the click that typer runs on (recent typer bundles its
     own, typer._click) and of click itself where installed: either may be raised."""
-    import typer.core
-
     modules = [typer, getattr(getattr(typer.core, "_click", None), "exceptions", None)]
-    try:
+    try:  # deferred: click (optional: where installed besides typer's own)
         import click.exceptions
 
         modules.append(click.exceptions)

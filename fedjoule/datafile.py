@@ -19,6 +19,7 @@ MAX_BYTES = {
     "trace": 1024 * MIB,  # availability, link and FedScale traces (CSV, JSON or pickle)
     "weights": 16 * 1024 * MIB,  # a state_dict (a 4-billion-parameter float32 model)
     "dataset": 4 * 1024 * MIB,  # a text or tabular dataset file
+    "power profile": MIB,  # an Android power_profile.xml (real ones are under 20 KB)
 }
 NAMED_CHARS = 200  # the longest file name quoted in a message
 

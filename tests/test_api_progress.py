@@ -9,7 +9,8 @@ import rich
 from rich.console import Console
 
 import fedjoule
-from fedjoule.api import _Display, _frame
+from fedjoule.api_views import Display
+from fedjoule.results import _frame
 
 TINY = {"training.rounds": 3, "population.size": 10, "round.min_clients": 1}
 
@@ -27,16 +28,16 @@ def terminal() -> Console:
 
 
 def test_progress_is_shown_by_default_in_a_notebook_and_on_a_terminal():
-    assert (_Display(None, notebook()).live, _Display(None, script()).shown) == (True, False)
-    assert _Display(None, terminal()).live  # stderr a terminal: the live bars
-    assert not _Display(True, terminal()).shown
-    assert not _Display(True, notebook()).shown  # quiet=True: nothing, even in a notebook
-    on_stderr = _Display(False, script())  # quiet=False in a script: lines on stderr
+    assert (Display(None, notebook()).live, Display(None, script()).shown) == (True, False)
+    assert Display(None, terminal()).live  # stderr a terminal: the live bars
+    assert not Display(True, terminal()).shown
+    assert not Display(True, notebook()).shown  # quiet=True: nothing, even in a notebook
+    on_stderr = Display(False, script())  # quiet=False in a script: lines on stderr
     assert on_stderr.shown and not on_stderr.live
-    assert _Display(False, notebook()).live
+    assert Display(False, notebook()).live
 
 
-@pytest.mark.filterwarnings("ignore:install \"ipywidgets\"")  # (live bars need ipywidgets)
+@pytest.mark.filterwarnings('ignore:install "ipywidgets"')  # (live bars need ipywidgets)
 def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch):
     console = notebook()
     monkeypatch.setattr(rich, "_console", console)  # rich.get_console(): "in a notebook"
@@ -46,7 +47,7 @@ def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch
     assert f"results in {tmp_path / 'a'}" in said and "from round 1 of 3" in said
     assert "note: energy model: device classes phone, iot use the radiated" in said
     # the bar the run drew, fed the same rows: its rounds and the last round's figures
-    display = _Display(None, console)
+    display = Display(None, console)
     display.start_run("default-theory", 3, 0)
     for row in rows:
         display.round_done(row, 3)
@@ -57,7 +58,7 @@ def test_a_run_in_a_notebook_shows_its_rounds_and_messages(tmp_path, monkeypatch
         f"sim {last['sim_time_end_s']:.1f} s  {last['cumulative_energy_j']:.3g} J"
     )
     # quiet=True: nothing shown in the notebook
-    display = _Display(True, console)
+    display = Display(True, console)
     display.say("not shown")
     assert console.export_text() == ""
 

@@ -1,4 +1,4 @@
-"""The first run (issue 26): `default` spends what measured devices spend (an LTE phone pays
+"""The first run (issue 26): `default` spends what measured devices spend (a phone pays
 its RRC promotion and its whole tail per participation), and a run on the theory papers'
 radiated radio says so."""
 
@@ -8,11 +8,11 @@ import pytest
 
 import fedjoule
 from fedjoule.cli import invoke
-from fedjoule.devices.radio import DEFAULTS
+from fedjoule.devices.radio import promotion_energy_j, resolve
+from fedjoule.scenarios.schema import RadioSection
 
 SMALL = {"training.rounds": 3, "population.size": 30, "availability.kind": "always"}
-LTE = DEFAULTS["lte"]
-NBIOT = DEFAULTS["nbiot"]
+RADIO = {"phone-5g": "nr-nsa", "nbiot-sensor": "nbiot"}  # the others: lte
 
 
 def per_participation(clients: list[dict]) -> dict[str, Counter]:
@@ -28,23 +28,25 @@ def per_participation(clients: list[dict]) -> dict[str, Counter]:
 
 
 def test_default_phones_pay_the_measured_promotion_and_tail_per_participation(tmp_path):
-    """Rounds a minute apart: every participation starts from idle (one promotion,
-    0.26 s x 1.21 W) and ends with a whole tail (11.576 s x 1.06 W, the last round's
-    counted as the end-of-run tail), a little more where the upload cut the download's."""
+    """Rounds a minute apart: every participation starts from idle (one promotion: LTE
+    0.26 s x 1.21 W; phone-5g's NSA 5G, its LTE anchor 0.21 s x 1.21 W then its NR leg
+    1.23 s x 0.699 W) and ends with a whole tail (LTE 11.576 s x 1.06 W, NSA 5G 10.4 s x
+    0.26 W; the last round's counted as the end-of-run tail), a little more where the
+    upload cut the download's."""
     result = fedjoule.run("default", tmp_path / "d", overrides=SMALL, device="cpu", quiet=True)
     assert result.summary["notes"] == []
     energy = per_participation(result.clients)
     assert set(energy) == {"phone-5g", "phone-lte-highend", "phone-lte-midrange", "nbiot-sensor"}
     for name, e in energy.items():
-        radio = NBIOT if name == "nbiot-sensor" else LTE
-        promotion_j = radio["promotion_s"] * radio["promotion_power_w"]
-        tail_j = radio["tail_s"] * radio["tail_power_w"]
+        radio = resolve(RadioSection(model=RADIO.get(name, "lte")), 0.2, 0.1)
+        promotion_j = promotion_energy_j(radio)  # nr-nsa: the LTE anchor, then the NR leg
+        tail_j = radio.tail_s * radio.tail_power_w
         assert e["energy_radio_promotion_j"] == pytest.approx(promotion_j, rel=1e-9), name
         tails = e["energy_radio_tail_j"] + e["energy_end_of_run_tail_j"]
         assert tail_j <= tails < tail_j + 0.01, name
     phone = energy["phone-5g"]
     radio_j = sum(phone[k] for k in ("energy_radio_promotion_j", "energy_radio_tail_j"))
-    assert 12.5 < radio_j + phone["energy_end_of_run_tail_j"] < 12.6  # joules, not mJ
+    assert 3.8 < radio_j + phone["energy_end_of_run_tail_j"] < 3.9  # joules, not mJ
 
 
 def test_a_radiated_radio_run_notes_the_theory_model(tmp_path, capsys):

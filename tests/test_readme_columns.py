@@ -74,3 +74,12 @@ def test_written_headers_are_the_readme_list_and_taco_reports_its_expulsions(tmp
     # fedavg expels nobody: the columns are empty, summary.json has no such fields
     assert {r["expelled"] for r in read_table(tmp_path / "d" / "rounds.csv")} == {""}
     assert "expelled_clients" not in json.loads((tmp_path / "d" / "summary.json").read_text())
+
+
+def test_docs_list_every_clients_csv_column():
+    """docs/outputs.md's clients.csv list is the columns clients.csv is written with."""
+    from fedjoule.report.results import CLIENT_COLUMNS
+
+    text = OUTPUTS.read_text()
+    listed = re.search(r"`([^`]*)`", text[text.index("## clients.csv") :])[1]
+    assert [c.strip() for c in listed.split(",")] == CLIENT_COLUMNS

@@ -6,6 +6,7 @@ import numpy as np
 
 from fedjoule import rng
 from fedjoule.channel.units import dbm_to_w
+from fedjoule.devices import dvfs
 from fedjoule.devices.compute import (
     accelerator_step_energy_j,
     accelerator_step_time_s,
@@ -70,8 +71,10 @@ def sample_population(section, seed: int) -> Population:
     return Population(
         class_names=[c.name for c in classes],
         class_index=class_index,
-        cpu_freq_hz=uniform(
-            [c.cpu_freq_min_hz for c in classes], [c.cpu_freq_max_hz for c in classes]
+        cpu_freq_hz=fixed_frequencies(
+            classes,
+            class_index,
+            uniform([c.cpu_freq_min_hz for c in classes], [c.cpu_freq_max_hz for c in classes]),
         ),
         tx_power_w=per_client([dbm_to_w(c.tx_power_dbm) for c in classes]),
         rx_power_w=per_client([c.rx_power_w for c in classes]),
@@ -81,6 +84,15 @@ def sample_population(section, seed: int) -> Population:
         charge_power_w=per_client([c.charge_power_w for c in classes]),
         compute_slowdown=compute_slowdown(classes, class_index, seed),
     )
+
+
+def fixed_frequencies(classes, class_index: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """The drawn CPU frequencies with every client of a class with a fixed cpu_freq_hz at
+    that frequency (drawn all the same, so that the draws after these stay as they were)."""
+    for index, cls in enumerate(classes):
+        if cls.cpu_freq_hz is not None:
+            drawn[class_index == index] = cls.cpu_freq_hz
+    return drawn
 
 
 def compute_slowdown(classes, class_index: np.ndarray, seed: int) -> np.ndarray | None:
@@ -105,8 +117,11 @@ def step_costs(
         if cls.compute == "cpu":
             cycles = cycles_per_sample(forward_flops, cls.flops_per_cycle)
             freq = population.cpu_freq_hz[rows]
-            time_s[rows] = cpu_step_time_s(cycles, batch_size, freq)
-            energy_j[rows] = cpu_step_energy_j(cycles, batch_size, freq, cls.kappa)
+            if cls.dvfs is not None:  # the table's power at f (fedjoule/devices/dvfs.py)
+                time_s[rows], energy_j[rows] = dvfs.cpu_step(cls.dvfs, cycles, batch_size, freq)
+            else:
+                time_s[rows] = cpu_step_time_s(cycles, batch_size, freq)
+                energy_j[rows] = cpu_step_energy_j(cycles, batch_size, freq, cls.kappa)
         elif cls.compute == "accelerator":
             step = accelerator_step_time_s(
                 forward_flops, batch_size, cls.peak_flops, cls.efficiency
@@ -131,8 +146,11 @@ def step_costs(
                     cls.reference_seconds_per_sample,
                     cls.reference_flops_per_sample,
                 )
+                power_w = cls.measured_power_w
+                if cls.dvfs is not None and cls.cpu_freq_hz is not None:  # below f_max
+                    step, power_w = dvfs.measured_at(cls.dvfs, power_w, step, cls.cpu_freq_hz)
                 time_s[rows] = step
-                energy_j[rows] = measured_step_energy_j(step, cls.measured_power_w)
+                energy_j[rows] = measured_step_energy_j(step, power_w)
     capacity = getattr(section, "capacity_trace", None)
     if capacity is not None:  # FedScale's trace: the measured kind at its ms per sample
         from fedjoule.devices.fedscale import load_capacity

@@ -26,6 +26,10 @@ Models (`population.device_classes[].radio.model`):
 
   Idle costs idle_power_w only while the device takes part in a round, between the end
   of its download and the start of its upload (energy_idle_j).
+- `nr-nsa`, `nr-sa`, `nr-mmwave`: 5G NR, the same affine power and states, measured on a
+  Galaxy S20 Ultra (fedjoule/devices/radio_nr.py, with the sources); NSA's promotion is
+  the LTE anchor's (anchor_promotion_s at anchor_promotion_power_w), then the NR leg
+  (promotion_s at promotion_power_w), and its tail the NR tail.
 
   Measured range: each direction's slope was fitted on throughputs up to
   uplink_max_mbps / downlink_max_mbps. Above it the power saturates at the range's top,
@@ -94,8 +98,12 @@ ProfileFactoryImpl.createLTE/createWiFi).
 import math
 from dataclasses import dataclass, fields
 
-MODELS = ("radiated", "linear", "lte", "wifi", "nbiot")
-MEASURED = ("lte", "wifi", "nbiot")  # affine in throughput
+from fedjoule.devices.radio_nr import NR_DEFAULTS, NR_SOURCES
+
+NR = ("nr-nsa", "nr-sa", "nr-mmwave")  # 5G NR (fedjoule/devices/radio_nr.py)
+MODELS = ("radiated", "linear", "lte", "wifi", "nbiot", *NR)
+MEASURED = ("lte", "wifi", "nbiot", *NR)  # affine in throughput
+ANCHOR = ("anchor_promotion_s", "anchor_promotion_power_w")  # NSA's LTE anchor (NR only)
 BITS_PER_MBIT = 1e6
 
 # ARO LTE idle: a 0.043 s paging ping at 0.594 W every 1.28 s, 0 W between (lte.conf)
@@ -136,6 +144,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
         "promotion_s": 0.0825,  # random access + set-up: 2.5 + 10 + 16 + 54 ms (idem)
         "promotion_power_w": 0.09,  # at the receive power
     },
+    **NR_DEFAULTS,
 }
 
 
@@ -188,6 +197,7 @@ DEFAULT_SOURCES: dict[str, dict[str, str]] = {
         "(checked there)",
         "promotion_power_w": f"at the receive power, {_ANDRES} (checked there)",
     },
+    **NR_SOURCES,
 }
 
 
@@ -197,7 +207,7 @@ def parameters_used(model: str) -> tuple[str, ...]:
     if model == "linear":
         return ("pa_efficiency", "circuit_power_w")
     if model in MEASURED:
-        unused = {"pa_efficiency", "circuit_power_w"}
+        unused = {"pa_efficiency", "circuit_power_w", *(() if model in NR else ANCHOR)}
         if not DEFAULTS[model].get("uplink_w_per_mbps"):  # no slope: no range (wifi, nbiot)
             unused |= {"uplink_max_mbps", "downlink_max_mbps"}
         return tuple(n for n in PARAMETERS if n not in unused)
@@ -208,8 +218,9 @@ def default_source(model: str, name: str) -> str:
     """Where the `model` radio's default for parameter `name` comes from."""
     if name in DEFAULT_SOURCES.get(model, {}):
         return f"the {model} radio model's default: {DEFAULT_SOURCES[model][name]}"
-    if name == "uplink_base_power_w" and model in ("lte", "wifi"):
-        return f"the {model} radio model: = base_power_w (one base power both ways, {_HUANG})"
+    if name == "uplink_base_power_w" and model in MEASURED and name not in DEFAULTS[model]:
+        basis = "as the lte model" if model in NR else _HUANG
+        return f"the {model} radio model: = base_power_w (one base power both ways, {basis})"
     if name in ("uplink_max_mbps", "downlink_max_mbps"):
         return f"inf: the {model} radio model has no throughput slope, no range to leave"
     return f"0: the {model} radio model has none"
@@ -236,6 +247,9 @@ class RadioParams:
     # the measured range: the highest throughput each slope was fitted on (inf: none)
     uplink_max_mbps: float = math.inf
     downlink_max_mbps: float = math.inf
+    # NSA 5G: the LTE anchor's promotion, before the NR leg (promotion_s); 0 elsewhere
+    anchor_promotion_s: float = 0.0
+    anchor_promotion_power_w: float = 0.0
 
 
 PARAMETERS = tuple(
@@ -264,7 +278,7 @@ def resolve(radio_section, tx_power_w: float, rx_power_w: float) -> RadioParams:
 
 def has_states(p: RadioParams) -> bool:
     """Whether the radio has promotion, tail or idle costs (the SimPy state machine)."""
-    return p.promotion_s > 0 or p.tail_s > 0 or p.idle_power_w > 0
+    return p.promotion_s > 0 or p.anchor_promotion_s > 0 or p.tail_s > 0 or p.idle_power_w > 0
 
 
 def is_plain_radiated(p: RadioParams) -> bool:
@@ -340,10 +354,27 @@ def receive_energy_j(p: RadioParams, bits: float, airtime_s: float) -> float:
     return p.rx_power_w * airtime_s
 
 
+def promotion_phases(p: RadioParams) -> list[tuple[float, float]]:
+    """(seconds, watts) of each phase of a promotion from idle: NSA 5G's LTE anchor, then
+    the NR leg (or the one promotion of every other radio); phases of 0 s left out."""
+    phases = [(p.anchor_promotion_s, p.anchor_promotion_power_w)]
+    phases.append((p.promotion_s, p.promotion_power_w))
+    return [(s, w) for s, w in phases if s > 0]
+
+
+def promotion_time_s(p: RadioParams) -> float:
+    """How long a promotion from idle delays the transfer (every phase)."""
+    return p.anchor_promotion_s + p.promotion_s
+
+
 def promotion_energy_j(p: RadioParams, elapsed_s: float | None = None) -> float:
     """Energy of a promotion (of its first `elapsed_s` when it was cut short)."""
-    t = p.promotion_s if elapsed_s is None else min(elapsed_s, p.promotion_s)
-    return p.promotion_power_w * t
+    left = promotion_time_s(p) if elapsed_s is None else max(0.0, elapsed_s)
+    energy = 0.0
+    for seconds, watts in promotion_phases(p):
+        energy += watts * min(left, seconds)
+        left -= min(left, seconds)
+    return energy
 
 
 def tail_energy_j(p: RadioParams, elapsed_s: float | None = None) -> float:

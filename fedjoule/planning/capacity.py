@@ -20,17 +20,19 @@ from types import SimpleNamespace
 import numpy as np
 
 from fedjoule import rng
+from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS, finite_or_none
+from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
-from fedjoule.simulator.engine import END_OF_RUN_TAIL, selection_size
+from fedjoule.simulator.engine import selection_size
 from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.transfers import with_power_control
 from fedjoule.simulator.vector_radio import RadioBatteryStop
 
-ENERGY_KINDS = (*ENERGY_FIELDS, END_OF_RUN_TAIL)  # the ledger's kinds
+ENERGY_KINDS = DEVICE_FIELDS  # the ledger's kinds (fedjoule/energy_kinds.py)
 SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
 LARGEST = ("clients_per_round", "concurrency")  # searches for the largest value meeting
 OVER = ("clients", "rounds")  # what the time quantile is over
@@ -186,9 +188,16 @@ def evaluate(world: SystemWorld, scenario: Scenario, rounds: int, quantile: floa
     return evaluate_on(SimpyCommonDraws, world, scenario, rounds, quantile)
 
 
+def with_scenario(world: SystemWorld, scenario: Scenario) -> SystemWorld:
+    """The world under a candidate scenario: its clients' uplink power follows the
+    candidate's band share (radio.power_control=fractional; otherwise unchanged)."""
+    population = with_power_control(scenario, world.population, world.cell)
+    return dataclasses.replace(world, scenario=scenario, population=population)
+
+
 def evaluate_on(engine_class, world, scenario, rounds: int, quantile: float) -> dict:
     """evaluate's figures from CommonDrawsEngine or SimpyCommonDraws."""
-    engine = engine_class(dataclasses.replace(world, scenario=scenario))
+    engine = engine_class(with_scenario(world, scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times = [], [], []
@@ -243,7 +252,7 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
     and its energy (simulator/protocols/)."""
     from fedjoule.simulator.system_simpy import SimpySystemSimulation
 
-    sim = SimpySystemSimulation(dataclasses.replace(world, scenario=scenario))
+    sim = SimpySystemSimulation(with_scenario(world, scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times, energy_rounds = [], [], [], []

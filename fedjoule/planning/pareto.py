@@ -143,16 +143,7 @@ def plot_front(
     width = 7.0 + (2.5 if front and max(len(m["run"]) for m in front) > 20 else 0.0)
     fig, ax = plt.subplots(figsize=(width, 4.6))
     target = " to target" if objective.to_target else ""
-    costs = [c for c, _, _ in shown]
-    if kind == "time":
-        scaled, _ = figures.time_axis(ax, costs, f"simulated time{target}")
-        scale = dict(zip(costs, scaled, strict=True))
-        cost_text = figures.duration_text
-    else:
-        ax.set_xlabel(f"energy{target} (J)")
-        figures.log_axis_if_spans(ax, costs)
-        scale = {c: c for c in costs}
-        cost_text = "{:.3g} J".format
+    scale, cost_text = _cost_axis(ax, [c for c, _, _ in shown], kind, target)
     dominated = [(scale[c], a) for c, a, label in shown if label not in on_front]
     handles = []
     if dominated:
@@ -165,21 +156,10 @@ def plot_front(
                 label=f"dominated ({len(dominated)} runs)",
             )
         )
-    numbered = []
-    if front:
-        xs = [scale[m[cost_key]] for m in front]
-        ys = [float(m[objective.accuracy]) for m in front]
-        (stairs,) = ax.step(
-            xs, ys, where="post", color="tab:red", alpha=0.6, label="Pareto front", zorder=2
-        )
-        ax.scatter(xs, ys, color="tab:red", zorder=4)
-        handles.insert(0, stairs)
-        for i, m in enumerate(front, start=1):
-            key = plt.Line2D([], [], ls="none", marker=f"${i}$", color="tab:red", ms=7)
-            key.set_label(
-                f"{m['run']}: {cost_text(m[cost_key])}, {float(m[objective.accuracy]):.4g}"
-            )
-            numbered.append(key)
+    xs = [scale[m[cost_key]] for m in front]
+    ys = [float(m[objective.accuracy]) for m in front]
+    members = _front_members(ax, front, xs, ys, cost_key, objective.accuracy, cost_text)
+    handles, numbered = members[:1] + handles, members[1:]  # the front's staircase first
     accuracy = objective.accuracy
     metric = "worst_client_accuracy" if accuracy == "worst_client_accuracy" else "accuracy"
     if accuracy != "client_accuracy_p10":
@@ -200,16 +180,38 @@ def plot_front(
         legend.get_title().set_fontsize(7)
     fig.tight_layout()
     if front:
-        figures.place_labels(
-            ax,
-            [scale[m[cost_key]] for m in front],
-            [float(m[objective.accuracy]) for m in front],
-            [str(i) for i in range(1, len(front) + 1)],
-            fontsize=8,
-            color="tab:red",
-            avoid=dominated,
-        )
+        numbers = [str(i) for i in range(1, len(front) + 1)]
+        figures.place_labels(ax, xs, ys, numbers, fontsize=8, color="tab:red", avoid=dominated)
     return figures.save_plot(fig, path)
+
+
+def _cost_axis(ax, costs: list[float], kind: str, target: str):
+    """The cost axis of plot_front: simulated time in a scaled unit, or energy (J, log
+    where it spans decades); each cost's position on it, and how a cost is written."""
+    if kind == "time":
+        scaled, _ = figures.time_axis(ax, costs, f"simulated time{target}")
+        return dict(zip(costs, scaled, strict=True)), figures.duration_text
+    ax.set_xlabel(f"energy{target} (J)")
+    figures.log_axis_if_spans(ax, costs)
+    return {c: c for c in costs}, "{:.3g} J".format
+
+
+def _front_members(ax, front, xs, ys, cost_key, accuracy, cost_text) -> list:
+    """The front as a red staircase through its members, and the legend's handles: the
+    staircase, then a numbered key per member (its cost and accuracy); none without a
+    front."""
+    if not front:
+        return []
+    (stairs,) = ax.step(
+        xs, ys, where="post", color="tab:red", alpha=0.6, label="Pareto front", zorder=2
+    )
+    ax.scatter(xs, ys, color="tab:red", zorder=4)
+    keys = [stairs]
+    for i, m in enumerate(front, start=1):
+        key = plt.Line2D([], [], ls="none", marker=f"${i}$", color="tab:red", ms=7)
+        key.set_label(f"{m['run']}: {cost_text(m[cost_key])}, {float(m[accuracy]):.4g}")
+        keys.append(key)
+    return keys
 
 
 def write_front_plots(

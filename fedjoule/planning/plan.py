@@ -28,11 +28,12 @@ from pathlib import Path
 
 from fedjoule import __version__
 from fedjoule.arguments import ArgumentError, grid_cell, shown
+from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import SweepOptions, run_sweep
-from fedjoule.report.results import ENERGY_FIELDS, write_json
+from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
 from fedjoule.scenarios.schema import Scenario
@@ -44,7 +45,7 @@ HEATMAP_PNG, ENERGY_PNG = "kstar_heatmap.png", "energy_vs_k.png"
 BREAKEVEN_PNG = "kstar_breakeven.png"
 REPRICE, PER_CELL = "reprice", "per-cell"
 TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
-# plan.csv's energy per kind, the ledger's (report/results.ENERGY_FIELDS): E_compute_j,
+# plan.csv's energy per kind, the ledger's (energy_kinds.ENERGY_FIELDS): E_compute_j,
 # E_tx_j, E_rx_j, E_radio_promotion_j, E_radio_tail_j, E_idle_j; E_total_j is their sum
 KIND_COLUMNS = {"E_" + name.removeprefix("energy_"): name for name in ENERGY_FIELDS}
 FIGURES = ("E_total_j", *KIND_COLUMNS, "time_to_target_s")  # of a reached (K, cell)
@@ -233,6 +234,19 @@ def _summary_figures(summary: dict) -> dict:
     }
 
 
+@dataclass
+class _Planning:
+    """One plan in progress: what its steps share. common: every learning run's overrides;
+    hooks: run_sweep's progress hooks, seeds and tracked parent."""
+
+    scenario: str | Path
+    out: Path
+    options: PlanOptions
+    common: list[str]
+    hooks: dict
+    say: Callable[[str], None]
+
+
 def run_plan(
     scenario: str | Path,
     out: Path,
@@ -254,170 +268,29 @@ def run_plan(
     out, sets = Path(out), list(sets or [])
     tic = time.perf_counter()
     base = load_scenario(scenario, sets)
-    training = base.training
-    if training.target_value is None:
-        raise FedjouleError(
-            "plan needs a target: set training.target_value (and training.target_metric: "
-            "accuracy or worst_client_accuracy), e.g. --set training.target_value=0.8"
-        )
+    training = _with_target(base)
     max_rounds = options.max_rounds or training.rounds
     plot_cells = options.plot_cells or options.corners
     common = [*sets, "training.stop_at_target=true", f"training.rounds={max_rounds}"]
     blockers = reprice_blockers(base)
-    if options.per_cell:
-        method, reason = PER_CELL, "--per-cell: every (K, cell) runs as its own learning run"
-    elif blockers:
-        method, reason = PER_CELL, "; ".join(blockers)
-    else:
-        method = REPRICE
-        reason = (
-            "the channel cannot change who takes part (no outage, no deadline, no over-commit, "
-            f"availability {base.availability.kind}, batteries checked in every replay): one "
-            "learning run per K, each cell priced by replaying its selections"
-        )
+    method, reason = _method(base, options, blockers)
     say(f"method: {method} ({reason})")
-    k_grid = "training.local_steps=" + ",".join(map(str, options.k_values))
     hyper = {"scenario": str(scenario), "set": str(sets), "k": str(options.k_values)}
     hyper.update(snr_db=str(options.snr_db), bandwidth_hz=str(options.bandwidth_hz))
     parent = start_parent(base.tracking, out, out.name, hyper)  # the runs' parent (tracking)
     hooks = dict(on_plan=on_plan, on_run=on_run, seeds=options.seeds)
     hooks["tracking_parent"] = parent.context() if parent else None
+    plan = _Planning(scenario, out, options, common, hooks, say)
     rows: dict[tuple[int, Cell], dict] = {}
     notes: list[str] = []
     learning: dict[str, object] = {}
-
-    todo: dict[Cell, list[int]] = {}
     if method == REPRICE:
-        anchor = (options.snr_db[-1], options.bandwidth_hz[-1])  # cheapest: batteries last
-        folder = out / "learning"
-        say(
-            f"learning runs: {len(options.k_values) * len(options.seeds or [None])} (one per "
-            f"K{' and seed' if options.seeds else ''}) at SNR {anchor[0]:g} dB, "
-            f"{anchor[1]:g} Hz, in {folder}"
-        )
-        anchor_sets = [*common, *cell_sets(anchor), "output.events=true"]
-        result = run_sweep(
-            scenario, [k_grid], folder, anchor_sets, options.sweep, fronts=False, **hooks
-        )
-        learning["anchor_cell"] = {"snr_db": anchor[0], "bandwidth_hz": anchor[1]}
-        learning["folder"] = str(folder)
-        by_run = {(int(r["training.local_steps"]), _seed(r)): r for r in result.rows}
-        raw, label = read_source(scenario)
-        if on_replays:
-            on_replays(len(by_run) * len(options.cells))
-        for (k, seed), summary in sorted(by_run.items()):
-            point_dir = folder / "runs" / summary["run"]
-            reached = summary["rounds_to_target"] is not None
-            rounds = summary["rounds_to_target"] if reached else summary["rounds_completed"]
-            for cell in options.cells:
-                overrides = [*common, *cell_sets(cell), f"training.local_steps={k}"]
-                if seed is not None:
-                    overrides.append(f"seed={seed}")
-                cell_scenario = validate(apply_overrides(copy.deepcopy(raw), overrides), label)
-                priced = reprice(cell_scenario, point_dir, rounds)
-                if on_replay:
-                    on_replay(f"K={k}{_seed_text(seed)} at {cell_name(cell)}")
-                if cell == anchor and not priced.violations:
-                    _check_anchor(k, priced, summary)
-                if priced.violations:
-                    notes.append(
-                        f"K={k}{_seed_text(seed)}, SNR {cell[0]:g} dB, {cell[1]:g} Hz: not "
-                        f"repriced, {priced.violations[0]} ({len(priced.violations)} violations)"
-                    )
-                    todo.setdefault(cell, []).append(k)
-                    continue
-                figures = {
-                    "E_total_j": priced.energy_total_j,
-                    **{c: priced.energy_j[name] for c, name in KIND_COLUMNS.items()},
-                    "time_to_target_s": priced.sim_time_s,
-                }
-                rows[k, cell, seed] = _row(k, cell, REPRICE, reached, rounds, figures)
-        for note in notes:
-            say(note)
+        todo = _reprice(plan, rows, notes, learning, on_replays, on_replay)
     else:
         todo = {cell: list(options.k_values) for cell in options.cells}
-
-    for cell, ks in todo.items():
-        folder = out / "cells" / cell_name(cell)
-        ks = sorted(set(ks))
-        say(f"learning runs for SNR {cell[0]:g} dB, {cell[1]:g} Hz: K = {ks}, in {folder}")
-        grid = "training.local_steps=" + ",".join(map(str, ks))
-        result = run_sweep(
-            scenario,
-            [grid],
-            folder,
-            [*common, *cell_sets(cell)],
-            options.sweep,
-            fronts=False,
-            **hooks,
-        )
-        for summary in result.rows:
-            k, seed = int(summary["training.local_steps"]), _seed(summary)
-            reached = summary["rounds_to_target"] is not None
-            figures = _summary_figures(summary) if reached else {}
-            rows[k, cell, seed] = _row(
-                k, cell, "run", reached, summary["rounds_to_target"], figures
-            )
-
-    if options.seeds:
-        per_seed = [
-            {"seed": seed, **rows[k, cell, seed]}
-            for cell in options.cells
-            for k in options.k_values
-            for seed in options.seeds
-        ]
-        for seed in options.seeds:  # each seed's own K* (is_best)
-            mark_best([r for r in per_seed if r["seed"] == seed], options.cells)
-        write_table(out / PLAN_SEEDS_CSV, per_seed)
-        table = seed_means(rows, options)
-    else:
-        table = [rows[k, cell, None] for cell in options.cells for k in options.k_values]
-    best = mark_best(table, options.cells)
-    if options.seeds:
-        mark_indistinguishable(table, best)
-    for cell in options.cells:
-        mine = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell]
-        x = cell_x(mine)
-        for r in mine:
-            r["x"] = x
-    write_table(out / PLAN_CSV, table)
-    from fedjoule.planning.plan_plots import (
-        plot_energy_vs_k,
-        plot_kstar_breakeven,
-        plot_kstar_heatmap,
-    )
-
-    plot_kstar_heatmap(
-        out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
-    )
-    plot_energy_vs_k(out / ENERGY_PNG, table, plot_cells, base)
-    # R(K) at the anchor cell (the learning runs' cell when repricing): with repricing valid
-    # it is every cell's, and K* depends on the channel only through x
-    anchor = (options.snr_db[-1], options.bandwidth_hz[-1])
-    at_anchor = {r["K"]: r for r in table if (r["snr_db"], r["bandwidth_hz"]) == anchor}
-    rounds_by_k = {k: at_anchor[k]["rounds_to_target"] for k in options.k_values}
-    if blockers:
-        breakeven = {
-            "skipped": f"repricing is not valid ({'; '.join(blockers)}): R(K) can depend on "
-            f"the cell, so K* is not a function of x alone; {BREAKEVEN_PNG} not written"
-        }
-    elif all(r is None for r in rounds_by_k.values()):
-        breakeven = {"skipped": f"no K reaches the target; {BREAKEVEN_PNG} not written"}
-    else:
-        breakeven = plan_breakeven(table, best, rounds_by_k, BREAKEVEN_PNG)
-        plot_kstar_breakeven(
-            out / BREAKEVEN_PNG,
-            {k: r for k, r in rounds_by_k.items() if r is not None},
-            breakpoints(rounds_by_k),
-            breakeven["cells"],
-            options.snr_db,
-            options.bandwidth_hz,
-            base,
-        )
-        for note in breakeven["off_staircase"]:
-            say(f"break-even: off the staircase: {note}")
-    if "skipped" in breakeven:
-        say(f"break-even view skipped: {breakeven['skipped']}")
+    _run_cells(plan, todo, rows)
+    table, best = _table(plan, rows)
+    breakeven = _plots(plan, table, best, plot_cells, base, blockers)
     wall = time.perf_counter() - tic
     write_json(
         out / PLAN_JSON,
@@ -450,6 +323,199 @@ def run_plan(
     if parent:
         parent.finish(True, None, [out / PLAN_CSV, *sorted(out.glob("*.png"))])
     return PlanResult(out, table, method, reason, best, wall, breakeven)
+
+
+def _with_target(base: Scenario):
+    """The scenario's training section, which must name a target."""
+    if base.training.target_value is None:
+        raise FedjouleError(
+            "plan needs a target: set training.target_value (and training.target_metric: "
+            "accuracy or worst_client_accuracy), e.g. --set training.target_value=0.8"
+        )
+    return base.training
+
+
+def _method(base: Scenario, options: PlanOptions, blockers: list[str]) -> tuple[str, str]:
+    """How the plan prices the grid, and why: one learning run per K, each cell repriced,
+    unless --per-cell or something that lets the channel change who takes part."""
+    if options.per_cell:
+        return PER_CELL, "--per-cell: every (K, cell) runs as its own learning run"
+    if blockers:
+        return PER_CELL, "; ".join(blockers)
+    return REPRICE, (
+        "the channel cannot change who takes part (no outage, no deadline, no over-commit, "
+        f"availability {base.availability.kind}, batteries checked in every replay): one "
+        "learning run per K, each cell priced by replaying its selections"
+    )
+
+
+def _reprice(
+    plan: _Planning,
+    rows: dict,
+    notes: list[str],
+    learning: dict,
+    on_replays: Callable[[int], None] | None,
+    on_replay: Callable[[str], None] | None,
+) -> dict[Cell, list[int]]:
+    """One learning run per K (and seed) at the anchor cell, every cell priced by replaying
+    its selections (replay.reprice) into `rows`; returns the K per cell whose replay broke
+    a condition of repricing (noted in `notes`), to run as learning runs of their own."""
+    options = plan.options
+    anchor = (options.snr_db[-1], options.bandwidth_hz[-1])  # cheapest: batteries last
+    folder = plan.out / "learning"
+    plan.say(
+        f"learning runs: {len(options.k_values) * len(options.seeds or [None])} (one per "
+        f"K{' and seed' if options.seeds else ''}) at SNR {anchor[0]:g} dB, "
+        f"{anchor[1]:g} Hz, in {folder}"
+    )
+    anchor_sets = [*plan.common, *cell_sets(anchor), "output.events=true"]
+    k_grid = "training.local_steps=" + ",".join(map(str, options.k_values))
+    result = run_sweep(
+        plan.scenario, [k_grid], folder, anchor_sets, options.sweep, fronts=False, **plan.hooks
+    )
+    learning["anchor_cell"] = {"snr_db": anchor[0], "bandwidth_hz": anchor[1]}
+    learning["folder"] = str(folder)
+    by_run = {(int(r["training.local_steps"]), _seed(r)): r for r in result.rows}
+    raw, label = read_source(plan.scenario)
+    if on_replays:
+        on_replays(len(by_run) * len(options.cells))
+    todo: dict[Cell, list[int]] = {}
+    for (k, seed), summary in sorted(by_run.items()):
+        point_dir = folder / "runs" / summary["run"]
+        reached = summary["rounds_to_target"] is not None
+        rounds = summary["rounds_to_target"] if reached else summary["rounds_completed"]
+        for cell in options.cells:
+            overrides = [*plan.common, *cell_sets(cell), f"training.local_steps={k}"]
+            if seed is not None:
+                overrides.append(f"seed={seed}")
+            cell_scenario = validate(apply_overrides(copy.deepcopy(raw), overrides), label)
+            priced = reprice(cell_scenario, point_dir, rounds)
+            if on_replay:
+                on_replay(f"K={k}{_seed_text(seed)} at {cell_name(cell)}")
+            if cell == anchor and not priced.violations:
+                _check_anchor(k, priced, summary)
+            if priced.violations:
+                notes.append(
+                    f"K={k}{_seed_text(seed)}, SNR {cell[0]:g} dB, {cell[1]:g} Hz: not "
+                    f"repriced, {priced.violations[0]} ({len(priced.violations)} violations)"
+                )
+                todo.setdefault(cell, []).append(k)
+                continue
+            figures = {
+                "E_total_j": priced.energy_total_j,
+                **{c: priced.energy_j[name] for c, name in KIND_COLUMNS.items()},
+                "time_to_target_s": priced.sim_time_s,
+            }
+            rows[k, cell, seed] = _row(k, cell, REPRICE, reached, rounds, figures)
+    for note in notes:
+        plan.say(note)
+    return todo
+
+
+def _run_cells(plan: _Planning, todo: dict[Cell, list[int]], rows: dict) -> None:
+    """A learning run per K of `todo` in its own cell, their rows into `rows`."""
+    for cell, ks in todo.items():
+        folder = plan.out / "cells" / cell_name(cell)
+        ks = sorted(set(ks))
+        plan.say(f"learning runs for SNR {cell[0]:g} dB, {cell[1]:g} Hz: K = {ks}, in {folder}")
+        grid = "training.local_steps=" + ",".join(map(str, ks))
+        result = run_sweep(
+            plan.scenario,
+            [grid],
+            folder,
+            [*plan.common, *cell_sets(cell)],
+            plan.options.sweep,
+            fronts=False,
+            **plan.hooks,
+        )
+        for summary in result.rows:
+            k, seed = int(summary["training.local_steps"]), _seed(summary)
+            reached = summary["rounds_to_target"] is not None
+            figures = _summary_figures(summary) if reached else {}
+            rows[k, cell, seed] = _row(
+                k, cell, "run", reached, summary["rounds_to_target"], figures
+            )
+
+
+def _table(plan: _Planning, rows: dict) -> tuple[list[dict], list[dict]]:
+    """plan.csv's rows (over seeds, their means; plan_seeds.csv every seed's) with K* per
+    cell marked and each cell's x, written; and K* per cell."""
+    options, out = plan.options, plan.out
+    if options.seeds:
+        per_seed = [
+            {"seed": seed, **rows[k, cell, seed]}
+            for cell in options.cells
+            for k in options.k_values
+            for seed in options.seeds
+        ]
+        for seed in options.seeds:  # each seed's own K* (is_best)
+            mark_best([r for r in per_seed if r["seed"] == seed], options.cells)
+        write_table(out / PLAN_SEEDS_CSV, per_seed)
+        table = seed_means(rows, options)
+    else:
+        table = [rows[k, cell, None] for cell in options.cells for k in options.k_values]
+    best = mark_best(table, options.cells)
+    if options.seeds:
+        mark_indistinguishable(table, best)
+    for cell in options.cells:
+        mine = [r for r in table if (r["snr_db"], r["bandwidth_hz"]) == cell]
+        x = cell_x(mine)
+        for r in mine:
+            r["x"] = x
+    write_table(out / PLAN_CSV, table)
+    return table, best
+
+
+def _plots(
+    plan: _Planning,
+    table: list[dict],
+    best: list[dict],
+    plot_cells: list[Cell],
+    base: Scenario,
+    blockers: list[str],
+) -> dict:
+    """The heatmap of K*, energy against K, and where repricing is valid the break-even
+    view (K* against x); returns plan.json's breakeven (its staircase, or why skipped)."""
+    # deferred: matplotlib (the plots)
+    from fedjoule.planning.plan_plots import (
+        plot_energy_vs_k,
+        plot_kstar_breakeven,
+        plot_kstar_heatmap,
+    )
+
+    options, out = plan.options, plan.out
+    plot_kstar_heatmap(
+        out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
+    )
+    plot_energy_vs_k(out / ENERGY_PNG, table, plot_cells, base)
+    # R(K) at the anchor cell (the learning runs' cell when repricing): with repricing valid
+    # it is every cell's, and K* depends on the channel only through x
+    anchor = (options.snr_db[-1], options.bandwidth_hz[-1])
+    at_anchor = {r["K"]: r for r in table if (r["snr_db"], r["bandwidth_hz"]) == anchor}
+    rounds_by_k = {k: at_anchor[k]["rounds_to_target"] for k in options.k_values}
+    if blockers:
+        breakeven = {
+            "skipped": f"repricing is not valid ({'; '.join(blockers)}): R(K) can depend on "
+            f"the cell, so K* is not a function of x alone; {BREAKEVEN_PNG} not written"
+        }
+    elif all(r is None for r in rounds_by_k.values()):
+        breakeven = {"skipped": f"no K reaches the target; {BREAKEVEN_PNG} not written"}
+    else:
+        breakeven = plan_breakeven(table, best, rounds_by_k, BREAKEVEN_PNG)
+        plot_kstar_breakeven(
+            out / BREAKEVEN_PNG,
+            {k: r for k, r in rounds_by_k.items() if r is not None},
+            breakpoints(rounds_by_k),
+            breakeven["cells"],
+            options.snr_db,
+            options.bandwidth_hz,
+            base,
+        )
+        for note in breakeven["off_staircase"]:
+            plan.say(f"break-even: off the staircase: {note}")
+    if "skipped" in breakeven:
+        plan.say(f"break-even view skipped: {breakeven['skipped']}")
+    return breakeven
 
 
 def _check_anchor(k: int, priced, summary: dict) -> None:

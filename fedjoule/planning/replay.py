@@ -18,8 +18,8 @@ import numpy as np
 import simpy
 
 from fedjoule.algorithms.registry import algorithm_class
+from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.round_rules import PROBE_LOSS_BITS
@@ -129,7 +129,7 @@ class Priced:
 
     rounds: int
     energy_total_j: float
-    energy_j: dict[str, float]  # per energy kind (report/results.ENERGY_FIELDS)
+    energy_j: dict[str, float]  # per energy kind (energy_kinds.ENERGY_FIELDS)
     sim_time_s: float
     violations: list[str]
 

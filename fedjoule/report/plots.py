@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from fedjoule.energy_kinds import KINDS  # noqa: E402
 from fedjoule.report import figures  # noqa: E402
 from fedjoule.report.figures import PlotContext  # noqa: E402
 from fedjoule.report.results import ENERGY_FIELDS, read_rounds  # noqa: E402
@@ -22,14 +23,7 @@ ACCURACY_AXES = [
     ("cumulative_energy_j", "cumulative energy", "accuracy_vs_energy.png"),
 ]
 ACCURACY_SERIES = (("accuracy", "test accuracy"), ("worst_client_accuracy", "worst client"))
-ENERGY_LABELS = {
-    "energy_compute_j": "compute",
-    "energy_tx_j": "transmit",
-    "energy_rx_j": "receive",
-    "energy_radio_promotion_j": "radio promotion",
-    "energy_radio_tail_j": "radio tail",
-    "energy_idle_j": "idle",
-}
+ENERGY_LABELS = {kind.column: kind.label for kind in KINDS}  # fedjoule/energy_kinds.py
 
 
 def accuracy_x(

@@ -16,22 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from fedjoule.devices.radio import theory_radio_note
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.report.table import cell
 from fedjoule.simulator import protocols
 from fedjoule.storage import AppendLog, write_text_atomically
-
-# every energy a client spends, in the order of the files' columns (energy_total_j: their
-# sum); the radio states' three are 0 for a radio without states (radio_states.py). The
-# tails running at the run's end are a column of their own, energy_end_of_run_tail_j, with
-# energy.end_of_run_tail = separate (outside energy_total_j)
-ENERGY_FIELDS = (
-    "energy_compute_j",
-    "energy_tx_j",
-    "energy_rx_j",
-    "energy_radio_promotion_j",
-    "energy_radio_tail_j",
-    "energy_idle_j",
-)
 
 ROUND_COLUMNS = [
     "round",
@@ -51,7 +39,7 @@ ROUND_COLUMNS = [
     *ENERGY_FIELDS,
     "energy_total_j",
     "cumulative_energy_j",
-    "energy_end_of_run_tail_j",
+    END_OF_RUN_TAIL,
     "uplink_bits",
     "uplink_airtime_s",
     "downlink_airtime_s",
@@ -88,7 +76,7 @@ CLIENT_COLUMNS = [
     "arrived",
     *ENERGY_FIELDS,
     "energy_total_j",
-    "energy_end_of_run_tail_j",
+    END_OF_RUN_TAIL,
     "battery_initial_j",
     "battery_left_j",
     "freeloader",

@@ -107,38 +107,65 @@ def plot_timeline(
     fig, ax = plt.subplots(figsize=(9, 0.35 * len(records) + 1.9))
     drawn: set[str] = set()
     for y, rec in enumerate(records):
-        last = start
-        for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
-            key = "uplink_failed" if kind == "uplink" and not ok else kind
-            drawn.add(key)
-            if kind in ("tail", "end_of_run_tail", "idle"):
-                t0 = max(t0, start)  # a tail from an earlier round: its part in this one
-                width, left = (t1 - t0) / scale, (t0 - start) / scale
-                ax.barh(y + 0.3, width, left=left, color=COLOURS[key], height=0.15)
-                continue
-            ax.barh(y, (t1 - t0) / scale, left=(t0 - start) / scale, color=COLOURS[key], height=0.7)
-            last = max(last, t1)
-        if end > last:
-            drawn.add("waiting")
-            width, left = (end - last) / scale, (last - start) / scale
-            ax.barh(y, width, left=left, color=COLOURS["waiting"], height=0.7)
-        if rec.outcome != "arrived":
-            x_left = (rec.end_s - start) / scale
-            ax.plot(x_left, y, "kx")
-            # the reason beside the cross on the side with room, inside the axes (a label
-            # right of a cross at the round's end would run past the axes' edge)
-            right = x_left < 0.5 * (end - start) / scale
-            ax.annotate(
-                rec.outcome,
-                (x_left, y),
-                xytext=(6 if right else -6, 0),
-                textcoords="offset points",
-                ha="left" if right else "right",
-                va="center",
-                fontsize=7,
-                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
-                annotation_clip=True,
-            )
+        _client_row(ax, y, rec, start, end, scale, drawn)
+    handles = _timeline_keys(ax, records, drawn, deadline_s, deadline_shown, scale)
+    ax.set_yticks(
+        range(len(records)), [f"client {rec.client} (cell {rec.cell})" for rec in records]
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel(f"simulated time since the round's start ({unit})")
+    ax.set_xlim(left=0)
+    what = (
+        f"round {int(row['round'])}: {int(row['arrived'])} of {int(row['selected'])} arrived, "
+        f"{(end - start) / scale:.3g} {unit}"
+    )
+    ax.set_title(figures.plot_title(what, context), fontsize=9)
+    figures.legend_outside(ax, handles=handles, fontsize=7)
+    fig.tight_layout()
+    return figures.save_plot(fig, path)
+
+
+def _client_row(ax, y: int, rec, start: float, end: float, scale: float, drawn: set) -> None:
+    """Client `rec`'s bars at row y: its spans (radio tails and idle thin, above), its wait
+    until the round's end, a cross and the reason where it left the round; the kinds drawn
+    are added to `drawn`."""
+    last = start
+    for kind, t0, t1, _energy, _bits, _attempt, ok in rec.spans:
+        key = "uplink_failed" if kind == "uplink" and not ok else kind
+        drawn.add(key)
+        if kind in ("tail", "end_of_run_tail", "idle"):
+            t0 = max(t0, start)  # a tail from an earlier round: its part in this one
+            width, left = (t1 - t0) / scale, (t0 - start) / scale
+            ax.barh(y + 0.3, width, left=left, color=COLOURS[key], height=0.15)
+            continue
+        ax.barh(y, (t1 - t0) / scale, left=(t0 - start) / scale, color=COLOURS[key], height=0.7)
+        last = max(last, t1)
+    if end > last:
+        drawn.add("waiting")
+        width, left = (end - last) / scale, (last - start) / scale
+        ax.barh(y, width, left=left, color=COLOURS["waiting"], height=0.7)
+    if rec.outcome != "arrived":
+        x_left = (rec.end_s - start) / scale
+        ax.plot(x_left, y, "kx")
+        # the reason beside the cross on the side with room, inside the axes (a label
+        # right of a cross at the round's end would run past the axes' edge)
+        right = x_left < 0.5 * (end - start) / scale
+        ax.annotate(
+            rec.outcome,
+            (x_left, y),
+            xytext=(6 if right else -6, 0),
+            textcoords="offset points",
+            ha="left" if right else "right",
+            va="center",
+            fontsize=7,
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+            annotation_clip=True,
+        )
+
+
+def _timeline_keys(ax, records, drawn: set, deadline_s, deadline_shown: bool, scale: float):
+    """The legend's handles: each kind drawn, the cross of a client that left, and the
+    round's deadline (a dashed line, or named when beyond the right edge)."""
     handles = [
         Patch(color=COLOURS[k], label=v)
         for k, v in {**LABELS, **RADIO_LABELS}.items()
@@ -156,17 +183,4 @@ def plot_timeline(
         d_unit, d_scale = figures.time_unit(deadline_s)
         note = f"round deadline {deadline_s / d_scale:.3g} {d_unit} (beyond the right edge)"
         handles.append(Patch(color="none", label=note))
-    ax.set_yticks(
-        range(len(records)), [f"client {rec.client} (cell {rec.cell})" for rec in records]
-    )
-    ax.invert_yaxis()
-    ax.set_xlabel(f"simulated time since the round's start ({unit})")
-    ax.set_xlim(left=0)
-    what = (
-        f"round {int(row['round'])}: {int(row['arrived'])} of {int(row['selected'])} arrived, "
-        f"{(end - start) / scale:.3g} {unit}"
-    )
-    ax.set_title(figures.plot_title(what, context), fontsize=9)
-    figures.legend_outside(ax, handles=handles, fontsize=7)
-    fig.tight_layout()
-    return figures.save_plot(fig, path)
+    return handles

@@ -120,6 +120,16 @@ def _default(info) -> str:
     return f"`{value}`" if value is not None else "`null`"
 
 
+def _optional_section(annotation) -> type[BaseModel] | None:
+    """S of a field typed `S | None` with S a section, else None."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return None
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0]
+    return None
+
+
 def _table(model: type[BaseModel], prefix: str) -> list[str]:
     lines = [
         f"## `{prefix}`" if prefix else "## top level",
@@ -140,12 +150,14 @@ def _table(model: type[BaseModel], prefix: str) -> list[str]:
         item = typing.get_args(annotation)[0] if typing.get_origin(annotation) is list else None
         if isinstance(item, type) and issubclass(item, BaseModel):
             sub = item
+        optional = _optional_section(annotation)
+        sub = sub or optional
         if name == "algorithm":
             lines.append(f"| `{name}` | section | | fedavg | see [algorithm](#algorithm) |")
             continue
         if sub is not None:
             nested.append((sub, f"{prefix}.{name}".strip(".") + ("[]" if item else "")))
-            kind = "list of sections" if item else "section"
+            kind = "list of sections" if item else "section or null" if optional else "section"
             meaning = info.description or (sub.__doc__ or "").strip().splitlines()[0]
             allowed = _lengths(info.metadata, "entries")
             lines.append(f"| `{name}` | {kind} | {allowed} | {_default(info)} | {meaning} |")

@@ -531,6 +531,43 @@ def _compute_figures(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _dvfs_frequency(v) -> Iterator[tuple[str, str]]:
+    """The frequencies a class runs at lie in its dvfs table; a measured class run below
+    the top speed has its CPU's power there inside its measured power."""
+    from fedjoule.devices.dvfs import cpu_power_w, freq_range_hz, out_of_table
+
+    kind, table, fixed = v.compute, v.dvfs, v.cpu_freq_hz
+    if fixed is not None and kind not in ("cpu", "measured"):
+        yield "cpu_freq_hz", f"cpu_freq_hz applies to compute: cpu or measured, not {kind}"
+    elif fixed is not None and kind == "measured" and table is None:
+        yield (
+            "cpu_freq_hz",
+            "cpu_freq_hz on compute: measured needs a dvfs table (the measurement is taken "
+            "at the table's highest speed)",
+        )
+    if table is None or kind not in ("cpu", "measured"):
+        return
+    asked = {"cpu_freq_hz": fixed} if fixed is not None else {}
+    if kind == "cpu" and fixed is None:
+        asked = {"cpu_freq_min_hz": v.cpu_freq_min_hz, "cpu_freq_max_hz": v.cpu_freq_max_hz}
+    try:
+        low, high = freq_range_hz(table)
+    except IndexError:  # a table that did not validate (its own message says why)
+        raise Invalid("dvfs") from None
+    for name, freq in asked.items():
+        if not low <= freq <= high:
+            yield name, f"{name} {out_of_table(table, freq)}"
+    if kind == "measured" and fixed is not None and v.measured_power_w is not None:
+        top_w = float(cpu_power_w(table, high))
+        if top_w > v.measured_power_w:
+            yield (
+                "dvfs",
+                f"the dvfs table's CPU power at its top speed, {top_w:.4g} W, exceeds "
+                f"measured_power_w {v.measured_power_w:g} W, the device's whole power while "
+                "training",
+            )
+
+
 def raw_with_profile(data, strict: bool):
     """A raw device class with its profile's values merged under its own fields
     (fedjoule.devices.library.merged_class). strict: an unknown profile is an error
@@ -570,17 +607,36 @@ OptionalPower = Annotated[float | None, Field(ge=0, le=1e6)]
 OptionalTime = Annotated[float | None, Field(ge=0, le=MAX_TIME_S)]
 
 
+def _power_control_fields(v) -> Iterator[tuple[str, str]]:
+    for name in ("p0_dbm", "alpha"):
+        if getattr(v, name) is not None and v.power_control != "fractional":
+            yield name, f"{name} is only used with power_control=fractional"
+    if v.power_control == "fractional" and v.model not in ("radiated", "linear"):
+        yield (
+            "power_control",
+            f"power_control=fractional needs a radio model whose power follows the radiated "
+            f"power (radiated or linear); the {v.model} model's power is a measured "
+            "function of the throughput, taken on devices whose network already ran its "
+            "power control, so a lower radiated power would not change it "
+            "(docs/models.md#uplink-power-control)",
+        )
+
+
 class RadioSection(Section):
     """How the device's radio turns time and bits into energy. Every parameter left out
     (null) takes the model's measured default (fedjoule/devices/radio.py and
     docs/models.md#measured-radio-models, with sources)."""
 
-    model: Literal["radiated", "linear", "lte", "wifi", "nbiot"] = Field(
-        "radiated",
-        description="radiated: transmit energy = radiated power x airtime, receive at "
-        "rx_power_w (the wireless-FL theory papers' model); linear: P_tx / pa_efficiency + "
-        "circuit_power_w; lte, wifi, nbiot: measured power = per-Mbit/s slope x throughput + "
-        "base power, with promotion and tail states.",
+    model: Literal["radiated", "linear", "lte", "wifi", "nbiot", "nr-nsa", "nr-sa", "nr-mmwave"] = (
+        Field(
+            "radiated",
+            description="radiated: transmit energy = radiated power x airtime, receive at "
+            "rx_power_w (the wireless-FL theory papers' model); linear: P_tx / pa_efficiency "
+            "+ circuit_power_w; lte, wifi, nbiot: measured power = per-Mbit/s slope x "
+            "throughput + base power, with promotion and tail states; nr-nsa, nr-sa, "
+            "nr-mmwave: the same for 5G NR (NSA low-band, SA low-band, NSA mmWave; "
+            "Narayanan et al., SIGCOMM 2021), NSA promoting through its LTE anchor first.",
+        )
     )
     pa_efficiency: float | None = Field(
         None, gt=0, le=1, description="linear: power-amplifier drain efficiency eta."
@@ -589,23 +645,26 @@ class RadioSection(Section):
         None, description="linear: transmit circuit power beside the amplifier (W)."
     )
     uplink_w_per_mbps: OptionalPower = Field(
-        None, description="lte/wifi/nbiot: uplink power per Mbit/s of throughput (W)."
+        None, description="lte/wifi/nbiot/nr-*: uplink power per Mbit/s of throughput (W)."
     )
     downlink_w_per_mbps: OptionalPower = Field(
-        None, description="lte/wifi/nbiot: downlink power per Mbit/s of throughput (W)."
+        None, description="lte/wifi/nbiot/nr-*: downlink power per Mbit/s of throughput (W)."
     )
     base_power_w: OptionalPower = Field(
         None,
-        description="lte/wifi/nbiot: power while receiving (and, for lte and wifi, "
-        "transmitting) before the throughput term (W).",
+        description="lte/wifi/nbiot/nr-*: power while receiving (and, for lte, wifi, "
+        "nr-nsa and nr-sa, transmitting) before the throughput term (W).",
     )
     uplink_base_power_w: OptionalPower = Field(
         None,
-        description="lte/wifi/nbiot: power while transmitting before the throughput term "
-        "(W); null: base_power_w (lte, wifi) or the model's transmit power (nbiot).",
+        description="lte/wifi/nbiot/nr-*: power while transmitting before the throughput term "
+        "(W); null: base_power_w (lte, wifi, nr-nsa, nr-sa) or the model's own uplink base "
+        "power (nbiot, nr-mmwave).",
     )
     promotion_s: OptionalTime = Field(
-        None, description="Time to connect from idle before the first transfer (s)."
+        None,
+        description="Time to connect from idle before the first transfer (s; nr-nsa, "
+        "nr-mmwave: the NR leg, after the LTE anchor).",
     )
     promotion_power_w: OptionalPower = Field(None, description="Power while connecting (W).")
     tail_s: OptionalTime = Field(
@@ -622,7 +681,7 @@ class RadioSection(Section):
         None,
         gt=0,
         le=1e12,
-        description="lte/wifi/nbiot: the highest uplink throughput the slope was measured "
+        description="lte, nr-*: the highest uplink throughput the slope was measured "
         "at (Mbit/s); faster transfers are charged at this throughput's power and counted "
         "in summary.json's warnings (docs/models.md#measured-range). A value far above "
         "any rate (1e6) extends the slope without bound, as older papers did.",
@@ -631,9 +690,127 @@ class RadioSection(Section):
         None,
         gt=0,
         le=1e12,
-        description="lte/wifi/nbiot: the highest downlink throughput the slope was "
+        description="lte, nr-*: the highest downlink throughput the slope was "
         "measured at (Mbit/s), as uplink_max_mbps.",
     )
+    anchor_promotion_s: OptionalTime = Field(
+        None,
+        description="nr-nsa, nr-mmwave: time to connect the LTE anchor from idle, before "
+        "the NR leg (promotion_s) (s).",
+    )
+    anchor_promotion_power_w: OptionalPower = Field(
+        None, description="nr-nsa, nr-mmwave: power while the LTE anchor connects (W)."
+    )
+    power_control: Literal["none", "fractional"] = Field(
+        "none",
+        description="Uplink transmit power (docs/models.md#uplink-power-control). none: "
+        "tx_power_dbm always. fractional: 3GPP open-loop power control (TS 36.213 "
+        "5.1.1.1, TS 38.213 7.1.1), P = min(tx_power_dbm, p0_dbm + alpha PL + 10 "
+        "log10(M)) with PL the client's path loss and shadowing to its base station and M "
+        "= b / 180 kHz the resource blocks of its typical band b (clients.csv tx_power_w); "
+        "radio models radiated and linear only, and it needs geometry (channel.snr_db "
+        "unset) and model rates (no channel.trace.uplink, no population.capacity_trace).",
+    )
+    p0_dbm: float | None = Field(
+        None,
+        ge=-126,
+        le=24,
+        description="fractional: target received power per 180 kHz resource block P0 "
+        "(dBm, -126 to 24 as TS 36.331's p0-NominalPUSCH); null: -80 (the ns-3 LTE "
+        "module's default).",
+    )
+    alpha: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="fractional: path-loss compensation factor alpha (0 to 1; 3GPP signals "
+        "0, 0.4, 0.5, ..., 1); null: 1 (full compensation, the ns-3 LTE module's default).",
+    )
+
+    cross_checks = (_power_control_fields,)
+
+
+def _dvfs_lists(v) -> Iterator[tuple[str, str]]:
+    speeds, powers = v.core_speeds_khz, v.core_power_ma
+    if len(speeds) != len(powers):
+        yield (
+            "core_power_ma",
+            f"core_power_ma has {len(powers)} values, core_speeds_khz {len(speeds)}; "
+            "give one current per speed",
+        )
+    if any(b <= a for a, b in zip(speeds, speeds[1:], strict=False)):
+        yield "core_speeds_khz", f"core_speeds_khz must increase, got {speeds}"
+
+
+KiloHertz = Annotated[float, Field(gt=0, le=1e9)]
+MilliAmps = Annotated[float, Field(ge=0, le=1e6)]
+
+
+class DvfsCluster(Section):
+    """One CPU cluster of a dvfs table, as Android's power_profile.xml gives it: currents
+    measured at the battery (mA)."""
+
+    cores: Int = Field(..., ge=1, le=1024, description="cpu.clusters.cores: its cores.")
+    core_speeds_khz: list[KiloHertz] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="cpu.core_speeds.clusterN: the frequencies (kHz), increasing.",
+    )
+    core_power_ma: list[MilliAmps] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="cpu.core_power.clusterN: current of one running core at each speed "
+        "(mA), beside the cluster's and the active current; linear in f between speeds.",
+    )
+    cluster_power_ma: MilliAmps = Field(
+        0.0, description="cpu.cluster_power.clusterN: the cluster's own current (mA)."
+    )
+
+    cross_checks = (_dvfs_lists,)
+
+
+def _dvfs_choice(v) -> Iterator[tuple[str, str]]:
+    if v.cluster is not None and v.cluster >= len(v.clusters):
+        yield "cluster", f"cluster {v.cluster} is not in the table ({len(v.clusters)} clusters)"
+        return
+    from fedjoule.devices.dvfs import training_cluster
+
+    cores = v.clusters[training_cluster(v)].cores
+    if v.cores_used is not None and v.cores_used > cores:
+        yield "cores_used", f"cores_used {v.cores_used} exceeds the cluster's {cores} cores"
+
+
+class DvfsTable(Section):
+    """CPU power at each frequency (docs/models.md#cpu-power-per-frequency): Android's
+    power_profile.xml cluster tables; `fedjoule profiles --import FILE` writes one."""
+
+    voltage_v: float = Field(
+        ...,
+        gt=0,
+        le=100,
+        description="Voltage turning the table's currents into power (V): power = current "
+        "x voltage; state its source.",
+    )
+    active_ma: MilliAmps = Field(
+        0.0, description="cpu.active: the CPU's current while running, beside clusters (mA)."
+    )
+    clusters: list[DvfsCluster] = Field(
+        ..., min_length=1, max_length=64, description="The clusters, in the file's order."
+    )
+    cluster: Int | None = Field(
+        None,
+        ge=0,
+        le=63,
+        description="The cluster training runs on (its index); null: the one with the "
+        "highest top speed.",
+    )
+    cores_used: Int | None = Field(
+        None, ge=1, le=1024, description="Cores training runs on there; null: all of them."
+    )
+
+    cross_checks = (_dvfs_choice,)
 
 
 class DeviceClass(Section):
@@ -659,6 +836,14 @@ class DeviceClass(Section):
     )
     cpu_freq_max_hz: float = Field(
         2.0e9, ge=1, le=1e12, description="CPU frequency range, high end (Hz)."
+    )
+    cpu_freq_hz: float | None = Field(
+        None,
+        ge=1,
+        le=1e12,
+        description="A fixed CPU frequency for every client of the class (Hz). null: cpu "
+        "draws it in [cpu_freq_min_hz, cpu_freq_max_hz]; measured runs at the dvfs table's "
+        "highest speed, where it was measured (another frequency needs a dvfs table).",
     )
     kappa: float = Field(
         1e-28, gt=0, le=1, description="Effective switched capacitance (CPU model)."
@@ -709,6 +894,12 @@ class DeviceClass(Section):
         le=1e6,
         description="measured: device power while training (W); step energy = this x step time.",
     )
+    dvfs: DvfsTable | None = Field(
+        None,
+        description="CPU power per frequency (cpu and measured kinds): cpu charges the "
+        "table's power at f for c x B / (f x cores_used); measured scales its time by "
+        "f_max / f and its CPU share of power by the table. null: as without a table.",
+    )
     compute_spread_sigma: float = Field(
         0.0,
         ge=0,
@@ -737,7 +928,7 @@ class DeviceClass(Section):
     )
     radio: RadioSection = Field(default_factory=RadioSection)
 
-    cross_checks = (_cpu_range, _charge_range, _compute_figures)
+    cross_checks = (_cpu_range, _charge_range, _compute_figures, _dvfs_frequency)
 
     @model_validator(mode="before")
     @classmethod
@@ -1695,6 +1886,33 @@ def _interference(v) -> Iterator[tuple[str, str]]:
         )
 
 
+def _power_control_channel(v) -> Iterator[tuple[str, str]]:
+    names = [c.name for c in v.population.device_classes if c.radio.power_control == "fractional"]
+    if not names:
+        return
+    who = f"radio.power_control=fractional (device class {', '.join(map(repr, names))})"
+    channel = v.channel
+    if channel.snr_db is not None:
+        yield (
+            "channel.snr_db",
+            f"{who} needs geometry (each client's path loss sets its power); unset "
+            f"channel.snr_db (got {channel.snr_db:g})",
+        )
+    if channel.trace is not None and channel.trace.uplink is not None:
+        yield (
+            "channel.trace.uplink",
+            f"{who} needs the channel model's uplink rates (a traced rate is measured, so "
+            "a lower power would save energy at no cost in rate); remove channel.trace.uplink",
+        )
+    if v.population.capacity_trace is not None:
+        yield (
+            "population.capacity_trace",
+            f"{who} needs the channel model's uplink rates (the capacity trace sets every "
+            "link's rate, so a lower power would save energy at no cost in rate); remove "
+            "population.capacity_trace",
+        )
+
+
 def _compression_options(v) -> Iterator[tuple[str, str]]:
     needs = {"qsgd": "levels", "topk": "fraction"}
     for name in ("levels", "fraction"):
@@ -1821,4 +2039,5 @@ class Scenario(Section):
         _protocol_algorithm,
         _protocol_round,
         _interference,
+        _power_control_channel,
     )

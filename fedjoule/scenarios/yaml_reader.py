@@ -215,74 +215,109 @@ def _compose(loader: _Loader):
         loader.get_event()
         return None
     loader.get_event()  # document start
-    anchors: dict[str, Any] = {}
-    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values when expanded)
-    open_ids: set[int] = set()
-    stack: list[_Frame] = []
-    get_event, resolve = loader.get_event, loader.resolve
-    nodes = 0
+    root = _Composer(loader).document()
+    loader.get_event()  # document end
+    if not loader.check_event(StreamEndEvent):
+        event = loader.get_event()
+        raise _failure("expected one document, found another ('---')", event.start_mark)
+    loader.get_event()
+    return root
 
-    def fail(problem: str, mark):
-        return ComposerError(None, None, problem, mark)
 
-    while True:
-        event = get_event()
-        kind = type(event)
-        nodes += kind is not SequenceEndEvent and kind is not MappingEndEvent
-        if nodes > MAX_NODES:
-            raise fail(
-                f"more than {MAX_NODES:,} values, where a scenario has a few hundred",
-                event.start_mark,
-            )
-        if kind is ScalarEvent:
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolve(ScalarNode, event.value, event.implicit)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-            height = count = 1
-            if event.anchor is not None:
-                anchors[event.anchor] = node
-                measured[id(node)] = (1, 1)
-        elif kind is SequenceStartEvent or kind is MappingStartEvent:
-            node_class = SequenceNode if kind is SequenceStartEvent else MappingNode
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolve(node_class, None, event.implicit)
-            node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
-            if event.anchor is not None:
-                anchors[event.anchor] = node
-            if len(stack) >= MAX_DEPTH:
-                raise fail(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
-            stack.append(_Frame(node))
-            open_ids.add(id(node))
-            continue
-        elif kind is SequenceEndEvent or kind is MappingEndEvent:
-            frame = stack.pop()
-            node = frame.node
-            node.end_mark = event.end_mark
-            open_ids.discard(id(node))
-            height, count = frame.height, frame.count
-            measured[id(node)] = (height, count)
-        elif kind is AliasEvent:
-            node = anchors.get(event.anchor)
-            if node is None:
-                raise fail(f"found undefined alias {event.anchor!r}", event.start_mark)
-            if id(node) in open_ids:
-                raise fail(f"alias *{event.anchor} refers to itself", event.start_mark)
-            height, count = measured[id(node)]
-            if len(stack) + height > MAX_DEPTH:
-                raise fail(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
-        else:  # pragma: no cover - the parser yields nothing else inside a document
-            raise fail(f"unexpected {kind.__name__}", event.start_mark)
-        if not stack:
-            root = node
-            break
-        parent = stack[-1]
+def _failure(problem: str, mark) -> ComposerError:
+    return ComposerError(None, None, problem, mark)
+
+
+class _Composer:
+    """One document's nodes from the parser's events, counted against MAX_NODES,
+    MAX_DEPTH and MAX_VALUES (what each alias expands to included) as they come."""
+
+    def __init__(self, loader: _Loader) -> None:
+        self.loader = loader
+        self.anchors: dict[str, Any] = {}
+        self.measured: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values)
+        self.open_ids: set[int] = set()
+        self.stack: list[_Frame] = []
+        self.nodes = 0
+
+    def document(self):
+        """The root node: events until the outermost node is complete."""
+        get_event = self.loader.get_event
+        while True:
+            event = get_event()
+            kind = type(event)
+            self.nodes += kind is not SequenceEndEvent and kind is not MappingEndEvent
+            if self.nodes > MAX_NODES:
+                raise _failure(
+                    f"more than {MAX_NODES:,} values, where a scenario has a few hundred",
+                    event.start_mark,
+                )
+            if kind is ScalarEvent:
+                node, height, count = self.scalar(event)
+            elif kind is SequenceStartEvent or kind is MappingStartEvent:
+                self.open_collection(event, kind)
+                continue
+            elif kind is SequenceEndEvent or kind is MappingEndEvent:
+                node, height, count = self.close_collection(event)
+            elif kind is AliasEvent:
+                node, height, count = self.alias(event)
+            else:  # pragma: no cover - the parser yields nothing else inside a document
+                raise _failure(f"unexpected {kind.__name__}", event.start_mark)
+            if not self.stack:
+                return node
+            self.attach(node, height, count, event)
+
+    def scalar(self, event):
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(ScalarNode, event.value, event.implicit)
+        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = node
+            self.measured[id(node)] = (1, 1)
+        return node, 1, 1
+
+    def open_collection(self, event, kind) -> None:
+        node_class = SequenceNode if kind is SequenceStartEvent else MappingNode
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(node_class, None, event.implicit)
+        node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = node
+        if len(self.stack) >= MAX_DEPTH:
+            raise _failure(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        self.stack.append(_Frame(node))
+        self.open_ids.add(id(node))
+
+    def close_collection(self, event):
+        frame = self.stack.pop()
+        node = frame.node
+        node.end_mark = event.end_mark
+        self.open_ids.discard(id(node))
+        self.measured[id(node)] = (frame.height, frame.count)
+        return node, frame.height, frame.count
+
+    def alias(self, event):
+        node = self.anchors.get(event.anchor)
+        if node is None:
+            raise _failure(f"found undefined alias {event.anchor!r}", event.start_mark)
+        if id(node) in self.open_ids:
+            raise _failure(f"alias *{event.anchor} refers to itself", event.start_mark)
+        height, count = self.measured[id(node)]
+        if len(self.stack) + height > MAX_DEPTH:
+            raise _failure(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        return node, height, count
+
+    def attach(self, node, height: int, count: int, event) -> None:
+        """`node` into the innermost open collection: an item, a mapping's key (duplicate
+        keys noted) or its value; the collection's height and expanded count grow."""
+        parent = self.stack[-1]
         if height >= parent.height:
             parent.height = height + 1
         parent.count += count
         if parent.count > MAX_VALUES:
-            raise fail(
+            raise _failure(
                 f"more than {MAX_VALUES:,} values (counting what each alias expands to)",
                 event.start_mark,
             )
@@ -295,18 +330,13 @@ def _compose(loader: _Loader):
                 line = node.start_mark.line + 1
                 if key in parent.seen:
                     first = parent.seen[key]
-                    loader.duplicates.append(_duplicate(stack, node.value, first, line))
+                    duplicate = _duplicate(self.stack, node.value, first, line)
+                    self.loader.duplicates.append(duplicate)
                 else:
                     parent.seen[key] = line
         else:
             parent.node.value.append((parent.key, node))
             parent.key = None
-    loader.get_event()  # document end
-    if not loader.check_event(StreamEndEvent):
-        event = loader.get_event()
-        raise fail("expected one document, found another ('---')", event.start_mark)
-    loader.get_event()
-    return root
 
 
 def _duplicate(stack: list[_Frame], key: str, first: int, line: int) -> str:

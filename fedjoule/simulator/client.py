@@ -1,13 +1,14 @@
 """What one selected client does in a round, as a SimPy process, and what it spends."""
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
 import simpy
 
 from fedjoule.channel.link import Link
 from fedjoule.channel.medium import TransmissionAborted
 from fedjoule.devices.radio import RadioParams, transmit_energy_j, transmit_power_w
+from fedjoule.energy_kinds import ENERGY_FIELDS, total_j
 
 # Causes of a client's drop from a round (rounds.csv has a `dropped_<cause>` column each).
 DROP_CAUSES = ("deadline", "outage", "offline", "battery", "overcommit")
@@ -45,18 +46,20 @@ class ClientPlan:
     fail_band_hz: float = 0.0  # the nominal band that SINR is on (as the noise-only rule's)
 
 
+# a client's energy in a round: a float field per energy kind, 0 to start with
+# (fedjoule/energy_kinds.py; keyword-only, so that ClientRecord(client, ...) stays as it is)
+ClientEnergy = make_dataclass(
+    "ClientEnergy", [(name, float, 0.0) for name in ENERGY_FIELDS], kw_only=True
+)
+ClientEnergy.__module__ = __name__  # (pickled by name, as a class written here)
+
+
 @dataclass
-class ClientRecord:
-    """What happened to one client in a round: time, energy, bits, and how it ended."""
+class ClientRecord(ClientEnergy):
+    """What happened to one client in a round: time, energy (ClientEnergy's fields), bits,
+    and how it ended."""
 
     client: int
-    energy_compute_j: float = 0.0
-    energy_tx_j: float = 0.0
-    energy_rx_j: float = 0.0
-    # radio states (simulator/radio_states.py): promotion, connected without data, idle
-    energy_radio_promotion_j: float = 0.0
-    energy_radio_tail_j: float = 0.0
-    energy_idle_j: float = 0.0
     downlink_airtime_s: float = 0.0
     compute_time_s: float = 0.0
     uplink_airtime_s: float = 0.0
@@ -75,14 +78,7 @@ class ClientRecord:
 
     @property
     def energy_total_j(self) -> float:
-        return (
-            self.energy_compute_j
-            + self.energy_tx_j
-            + self.energy_rx_j
-            + self.energy_radio_promotion_j
-            + self.energy_radio_tail_j
-            + self.energy_idle_j
-        )
+        return total_j(self.__dict__)
 
 
 class BatteryGuard:

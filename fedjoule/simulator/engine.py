@@ -31,15 +31,20 @@ from fedjoule.algorithms.learning import (
     keep_client_state,
     train_clients,
 )
+from fedjoule.energy_kinds import (  # noqa: F401 - engine's names, kept public
+    DEVICE_FIELDS,
+    END_OF_RUN_TAIL,
+    ENERGY_FIELDS,
+    with_total,
+)
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS, finite_or_none  # noqa: F401 - re-exported
+from fedjoule.report.results import finite_or_none
 from fedjoule.simulator.protocols.server import make_protocol
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.round import Allocation, Played, Progress, RoundKernel
 from fedjoule.simulator.round_rules import (  # noqa: F401 - engine's names, kept public
     BERNOULLI_DRAWS,
     BERNOULLI_REDRAWS,
-    END_OF_RUN_TAIL,
     LEDGER_FIELDS,
     PROBE_LOSS_BITS,
     SUMMED,
@@ -49,7 +54,6 @@ from fedjoule.simulator.round_rules import (  # noqa: F401 - engine's names, kep
     round_lr,
     select_clients,
     selection_size,
-    with_total,
 )
 from fedjoule.simulator.world import World
 
@@ -365,13 +369,7 @@ class Simulation(RoundKernel):
             "client_accuracy_std": p.metrics.get("client_accuracy_std"),
             "final_loss": p.metrics.get("loss"),
             "energy_total_j": p.cumulative_energy_j,
-            "energy_compute_j": float(self.ledger["energy_compute_j"].sum()),
-            "energy_tx_j": float(self.ledger["energy_tx_j"].sum()),
-            "energy_rx_j": float(self.ledger["energy_rx_j"].sum()),
-            "energy_radio_promotion_j": float(self.ledger["energy_radio_promotion_j"].sum()),
-            "energy_radio_tail_j": float(self.ledger["energy_radio_tail_j"].sum()),
-            "energy_idle_j": float(self.ledger["energy_idle_j"].sum()),
-            END_OF_RUN_TAIL: float(self.ledger[END_OF_RUN_TAIL].sum()),
+            **{name: float(self.ledger[name].sum()) for name in DEVICE_FIELDS},
             "end_of_run_tail": self.world.scenario.energy.end_of_run_tail,
             "end_of_run_tail_energy_j": p.end_of_run_tail_energy_j,
             "sim_time_s": p.sim_time_s,

@@ -4,8 +4,9 @@ connected -> tail -> idle (fedjoule/devices/radio.py has the powers and their so
 Energy falls where time goes:
 
 - promotion: before a transfer that finds the radio idle, promotion_s at
-  promotion_power_w (it delays the transfer); a transfer inside the previous tail pays
-  none and cuts that tail (energy_radio_promotion_j).
+  promotion_power_w (it delays the transfer; NSA 5G first connects its LTE anchor,
+  anchor_promotion_s at anchor_promotion_power_w, then the NR leg: one span each); a
+  transfer inside the previous tail pays none and cuts that tail (energy_radio_promotion_j).
 - connected without data: after a transfer the tail, tail_s at tail_power_w, and the wait
   for the medium (queued uploads) at the same power (energy_radio_tail_j). Every tail is
   charged in full, by the time it runs (engine.Simulation.settle_between_rounds): the
@@ -31,7 +32,13 @@ import math
 import numpy as np
 import simpy
 
-from fedjoule.devices.radio import RadioParams, class_radios, has_states, is_plain_radiated
+from fedjoule.devices.radio import (
+    RadioParams,
+    class_radios,
+    has_states,
+    is_plain_radiated,
+    promotion_phases,
+)
 from fedjoule.devices.radio_range import RangeTally
 
 
@@ -115,6 +122,7 @@ class ClientRadio:
         self.window = False  # between the download and the upload: idle costs idle_power_w
         self.since = env.now  # start of the current promotion, wait or idle stretch
         self.last_wait_j = 0.0  # the last wait for the medium's energy (its queue span)
+        self.promotion_w = p.promotion_power_w  # the power of the promotion phase running
         self._tail_process: simpy.Process | None = None
 
     # ------------------------------------------------------------------ the process's calls
@@ -138,10 +146,10 @@ class ClientRadio:
             self._stop_tail()
         else:
             self._charge_idle(env.now)
-            if p.promotion_s > 0:
-                self.state, self.since = "promotion", env.now
-                self.power.set(radio_w=p.promotion_power_w)
-                yield env.timeout(p.promotion_s)
+            for seconds, watts in promotion_phases(p):  # NSA 5G: LTE anchor, then NR leg
+                self.state, self.since, self.promotion_w = "promotion", env.now, watts
+                self.power.set(radio_w=watts)
+                yield env.timeout(seconds)
                 self._charge_promotion(env.now, ok=True)
         self.window = False
         self.state, self.since = "connected", env.now
@@ -238,7 +246,7 @@ class ClientRadio:
     def _charge_promotion(self, until_s: float, ok: bool) -> None:
         if not until_s > self.since:
             return
-        e = self.p.promotion_power_w * (until_s - self.since)
+        e = self.promotion_w * (until_s - self.since)
         self.record.energy_radio_promotion_j += e
         _add_span(self.record, "promotion", self.since, until_s, e, ok=ok)
 

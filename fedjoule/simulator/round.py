@@ -39,11 +39,10 @@ import simpy
 
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
-from fedjoule.report.results import ENERGY_FIELDS
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.round_rules import (
-    END_OF_RUN_TAIL,
     LEDGER_FIELDS,
     PROBE_LOSS_BITS,
     SUMMED,
@@ -51,7 +50,6 @@ from fedjoule.simulator.round_rules import (
     cell_columns,
     round_lr,
     select_clients,
-    with_total,
 )
 from fedjoule.simulator.transfers import play_clients
 

@@ -1,13 +1,13 @@
 """The rules of a round that both engines share (docs/round.md): who is selected (uniform,
 weighted or Bernoulli participation), how many arrivals the server waits for, the round's
-learning rate, and a rounds.csv row's energy total and per-cell counts."""
+learning rate, and a rounds.csv row's per-cell counts (its energy total: energy_kinds)."""
 
 import math
 
 import numpy as np
 
 from fedjoule import rng
-from fedjoule.report.results import ENERGY_FIELDS
+from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.simulator.client import ClientRecord
 from fedjoule.simulator.transfers import overcommit_count
 
@@ -17,8 +17,7 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-END_OF_RUN_TAIL = "energy_end_of_run_tail_j"  # energy.end_of_run_tail = separate's own kind
-LEDGER_FIELDS = ("selected", "arrived", *ENERGY_FIELDS, END_OF_RUN_TAIL)
+LEDGER_FIELDS = ("selected", "arrived", *DEVICE_FIELDS)
 SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
 
 
@@ -109,16 +108,3 @@ def arrivals_kept(scenario, n_selected: int) -> int:
     if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
         return n_selected
     return training.clients_per_round
-
-
-def with_total(row: dict) -> dict:
-    """The row's energy_total_j: the sum of its energy kinds (ENERGY_FIELDS)."""
-    row["energy_total_j"] = (
-        row["energy_compute_j"]
-        + row["energy_tx_j"]
-        + row["energy_rx_j"]
-        + row["energy_radio_promotion_j"]
-        + row["energy_radio_tail_j"]
-        + row["energy_idle_j"]
-    )
-    return row

@@ -7,6 +7,7 @@ from pathlib import Path
 from fedjoule import __version__
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.channel.interference import sinr_columns
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.plugins import file_sha256
@@ -17,7 +18,7 @@ from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import checkpoint, protocols
-from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS, Simulation
+from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
 from fedjoule.storage import AppendLog, FolderLock, write_text_atomically

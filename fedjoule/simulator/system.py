@@ -25,17 +25,10 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ENERGY_FIELDS
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.round_rules import (
-    END_OF_RUN_TAIL,
-    LEDGER_FIELDS,
-    arrivals_kept,
-    round_lr,
-    select_clients,
-    with_total,
-)
+from fedjoule.simulator.round_rules import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import nominal_bandwidth_hz
 from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio
@@ -369,13 +362,14 @@ class SystemEngine:
         t_a, t_d, t_b, t_c, join_s = times
         tk = np.where(early, t_k, np.inf)
         tail_s, tail_w = radio.tail_s[sel], radio.tail_w[sel]
-        promotion_w, idle_w = radio.promotion_w[sel], radio.idle_w[sel]
+        idle_w = radio.idle_w[sel]
         old_end, old_settled = radio.tail_end_s[sel], radio.settled_s[sel]
         tail_end = t_b + tail_s
         # promotions: before the download (t_a .. t_d) and before the upload (t_c .. join)
-        out.energy_radio_promotion_j = promotion_w * (
-            np.clip(np.minimum(tk, t_d) - t_a, 0.0, None)
-            + np.clip(np.minimum(tk, join_s) - t_c, 0.0, None)
+        out.energy_radio_promotion_j = radio.promotion_energy_j(
+            sel,
+            np.clip(np.minimum(tk, t_d) - t_a, 0.0, None),
+            np.clip(np.minimum(tk, join_s) - t_c, 0.0, None),
         )
         # the earlier tail, up to its end or its cut at t_a (once the download started)
         downloading = tk >= t_d

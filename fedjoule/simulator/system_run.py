@@ -13,13 +13,13 @@ from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.channel.interference import sinr_columns
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import protocols
-from fedjoule.simulator.engine import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world

@@ -13,6 +13,7 @@ from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
 from fedjoule.devices.population import Population, sample_population, step_costs
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.simulator.transfers import with_power_control
 from fedjoule.simulator.world import build_availability, local_steps, pick_freeloaders
 
 
@@ -128,6 +129,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         samples = client_sample_counts(scenario.dataset, n, seed)
         client_steps, _ = local_steps(training, samples)
     cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
+    population = with_power_control(scenario, population, cell)
     serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
     algorithm_cls, _ = algorithm_class(scenario.algorithm)
     uplink_bits, downlink_bits = payload_bits(scenario, algorithm_cls, n_params)

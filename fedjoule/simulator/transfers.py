@@ -28,6 +28,7 @@ from fedjoule.channel.trace import (
     section_arguments,
 )
 from fedjoule.channel.units import dbm_to_w
+from fedjoule.devices import power_control
 from fedjoule.devices.battery import budget_j
 from fedjoule.devices.fedscale import load_capacity
 from fedjoule.devices.radio import receive_power_w
@@ -64,6 +65,19 @@ def typical_bandwidth_hz(scenario, n_clients: int, serving_cell=None) -> np.ndar
     if channel.access == "fdma":
         return channel.uplink_bandwidth_hz / np.maximum(1.0, expected)
     return np.full(n_clients, nominal_bandwidth_hz(channel, selected))
+
+
+def with_power_control(scenario, population, cell):
+    """The population with each client's uplink transmit power under its class's
+    radio.power_control (devices/power_control.py) on its typical band; unchanged (the
+    same object) when no class runs power control."""
+    if not power_control.in_use(scenario.population):
+        return population
+    band_hz = typical_bandwidth_hz(scenario, population.size, cell.serving_cell)
+    power_w = power_control.tx_power_w(
+        scenario.population, population, cell.large_scale_gain, band_hz
+    )
+    return replace(population, tx_power_w=power_w)
 
 
 def mean_snr(channel, cell, tx_power_w: float, client: int, bandwidth_hz: float) -> float:

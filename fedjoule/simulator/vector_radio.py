@@ -5,7 +5,8 @@ A client's radio in a round, as the SimPy client process runs it (client.client_
 
 - at the download's connect (after the backhaul, at t_a): a tail still running from an
   earlier round is cut there (its energy up to t_a), else a promotion of promotion_s at
-  promotion_power_w delays the download;
+  promotion_power_w delays the download (NSA 5G: anchor_promotion_s at
+  anchor_promotion_power_w first, `promotion_s` here is both phases);
 - after the download (t_b) the tail runs, tail_s at tail_power_w; the upload's connect at
   the computation's end (t_c) cuts it, or, the tail ended, pays idle_power_w from its end
   to t_c and a promotion that delays the upload;
@@ -16,7 +17,7 @@ A client's radio in a round, as the SimPy client process runs it (client.client_
   (`settle`): to the round's row up to its end, to the gap after it, or at the end of the
   run by energy.end_of_run_tail.
 
-Measured radios (lte, wifi, nbiot) draw power affine in the rate, so a transfer of S bits
+Measured radios (lte, wifi, nbiot, nr-*) draw power affine in the rate, so a transfer of S bits
 in t seconds costs slope x S / 1e6 + base x t whatever its rate did meanwhile
 (devices/radio.py). The battery stop of a client whose power follows these states is not
 placed here: a round where such a client could reach its battery threshold raises
@@ -27,7 +28,7 @@ import math
 
 import numpy as np
 
-from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, class_radios
+from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, class_radios, promotion_time_s
 from fedjoule.devices.radio_range import RangeTally
 from fedjoule.errors import FedjouleError
 
@@ -47,8 +48,10 @@ class VectorRadio:
             return np.array([float(get(p)) for p in classes])[index]
 
         self.measured = column(lambda p: p.model in MEASURED) > 0
-        self.promotion_s = column(lambda p: p.promotion_s)
+        self.promotion_s = column(promotion_time_s)  # every phase
         self.promotion_w = column(lambda p: p.promotion_power_w)
+        self.anchor_s = column(lambda p: p.anchor_promotion_s)  # NSA's first phase
+        self.anchor_w = column(lambda p: p.anchor_promotion_power_w)
         self.tail_s = column(lambda p: p.tail_s)
         self.tail_w = column(lambda p: p.tail_power_w)
         self.idle_w = column(lambda p: p.idle_power_w)
@@ -89,6 +92,16 @@ class VectorRadio:
         attempt's bits, capped at the range's top rate x its airtime)."""
         affine = self.up_slope[sel] * bits / BITS_PER_MBIT + self.up_base[sel] * airtime_s
         return np.where(self.measured[sel], affine, plain_w * airtime_s)
+
+    def promotion_energy_j(self, sel, *elapsed_s) -> np.ndarray:
+        """Energy of the promotions whose first `elapsed_s` ran (each <= promotion_s):
+        the anchor phase at anchor_w, the rest at promotion_w (devices/radio.py
+        promotion_energy_j); without an anchor, promotion_w x their sum."""
+        anchor_s = self.anchor_s[sel]
+        extra_w = self.anchor_w[sel] - self.promotion_w[sel]
+        return self.promotion_w[sel] * sum(elapsed_s) + extra_w * sum(
+            np.minimum(e, anchor_s) for e in elapsed_s
+        )
 
     def settle(self, until_s: float) -> np.ndarray:
         """Charge every running tail up to `until_s` (inf: to its end): each client's

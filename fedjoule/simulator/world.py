@@ -39,6 +39,7 @@ from fedjoule.models.functional import FlatModel
 from fedjoule.scenarios.plausibility import synthetic_data_bytes
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.evaluation import Evaluator
+from fedjoule.simulator.transfers import with_power_control
 
 
 @dataclass
@@ -329,6 +330,7 @@ def build_world(
     algorithm = build_algorithm(scenario.algorithm, n, samples, nominal_steps, training.lr, seed)
     uplink_bits, downlink_bits = payload_bits(scenario, type(algorithm), model.n_params)
     cell, topology = build_network(scenario.channel, n, seed, scenario.topology)
+    population = with_power_control(scenario, population, cell)
     return World(
         scenario=scenario,
         device=torch_device,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fedjoule.devices.library import load_profile, profile_names
-from fedjoule.devices.radio import receive_power_w, resolve, transmit_power_w
+from fedjoule.devices.radio import NR, receive_power_w, resolve, transmit_power_w
 from fedjoule.devices.radio_range import RangeTally
 from fedjoule.report.results import read_rounds
 from fedjoule.scenarios.loading import load_scenario
@@ -47,6 +47,7 @@ FITTED_ON = {
     "phone-lte-midrange": "LTE",
     "phone-lte-lowend": "LTE",
     "phone-5g": "NSALow",
+    "phone-5g-sa": "NSALow",  # (SA carries the NSA low-band slopes: no SA transfer data)
 }
 
 
@@ -88,11 +89,13 @@ def test_inside_the_range_power_stays_in_the_measured_band(name, direction):
         assert abs(model_w - (measured_w - first_w)) <= 2 * sd_w, (mbps, model_w)
 
 
-CELLULAR_PROFILES = [n for n in profile_names() if profile_radio(n).model in ("lte", "nbiot")]
+CELLULAR_PROFILES = [
+    n for n in profile_names() if profile_radio(n).model in ("lte", "nbiot", *NR)
+]
 
 
 def test_every_phone_and_the_sensor_are_cellular():
-    assert set(CELLULAR_PROFILES) == {*FITTED_ON, "nbiot-sensor"}
+    assert set(CELLULAR_PROFILES) == {*FITTED_ON, "phone-5g-mmwave", "nbiot-sensor"}
 
 
 @pytest.mark.parametrize("name", CELLULAR_PROFILES)

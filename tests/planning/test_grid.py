@@ -177,7 +177,7 @@ def test_bad_algorithm_grid_values_fail_before_any_run(tmp_path, grid, message):
 
 
 def test_labels_group_seeds_and_the_api_takes_presets_and_dicts(tmp_path):
-    from fedjoule.api import _grid_texts
+    from fedjoule.overrides import grid_texts
     from fedjoule.report.aggregate import group_by_seed
     from fedjoule.report.compare import seed_groups
 
@@ -193,7 +193,7 @@ def test_labels_group_seeds_and_the_api_takes_presets_and_dicts(tmp_path):
     (group,) = seed_groups(dirs, labels)
     assert (group.label, group.seeds) == ("fedprox mu=0.1", [0, 1])
     # the API: presets as text, dicts, setting axes
-    grid = _grid_texts(
+    grid = grid_texts(
         {"algorithm": ["fedavg", {"name": "fedprox", "mu": 0.1}, "scaffold:server_lr=0.5"]}
     )
     assert grid == ["algorithm=fedavg,{name: fedprox, mu: 0.1},scaffold:server_lr=0.5"]
@@ -204,7 +204,7 @@ def test_labels_group_seeds_and_the_api_takes_presets_and_dicts(tmp_path):
     with pytest.raises(FedjouleError, match="give the grid once: axes= or grid=, not both"):
         fedjoule.sweep("default-theory", {"seed": [0]}, tmp_path / "x", grid={"seed": [0]})
     assert not (tmp_path / "x").exists()
-    grid = _grid_texts({"algorithm": ["fedavg", "fedprox"], "algorithm.mu": [0.01, 0.1]})
+    grid = grid_texts({"algorithm": ["fedavg", "fedprox"], "algorithm.mu": [0.01, 0.1]})
     assert [p.name for p in points_of(*grid)] == ["fedavg", "fedprox-mu=0.01", "fedprox-mu=0.1"]
 
 

@@ -7,8 +7,9 @@ import json
 import pytest
 from rich.console import Console
 
-from fedjoule import cli
-from fedjoule.cli import invoke, summary_value
+from fedjoule import cli_views
+from fedjoule.cli import invoke
+from fedjoule.cli_views import summary_value
 from fedjoule.report.results import (
     DROP_COLUMNS,
     read_rounds,
@@ -132,7 +133,7 @@ def test_no_rounds_no_warning():
 
 def test_the_cli_prints_the_totals_and_the_warning_in_yellow(tmp_path, monkeypatch, capsys):
     recorded = Console(record=True, force_terminal=True, width=400)
-    monkeypatch.setattr(cli, "errors", recorded)
+    monkeypatch.setattr(cli_views, "errors", recorded)
     sets = [a for s in ["model.name=mlp", *TIGHT] for a in ("--set", s)]
     args = ["run", "--no-train", "-q", "--set", "population.size=2000", *sets]
     assert invoke([*args, "--out", str(tmp_path / "tight")]) == 0

@@ -1,0 +1,62 @@
+"""What sweep and plan share: the view of their runs (which execute in other processes)
+and a scenario given as an object, written where they read it."""
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from fedjoule import __version__
+from fedjoule.storage import write_text_atomically
+
+
+class RunsView:
+    """What sweep and plan show while their runs execute: nothing here; the command line
+    and the API show bars and lines. on_replays(n) and on_replay(what) follow a plan's
+    replays (None: not followed)."""
+
+    on_replays: Callable[[int], None] | None = None
+    on_replay: Callable[[str], None] | None = None
+
+    def running(self, folder: Path) -> AbstractContextManager:
+        """Around the runs, from the first to the last."""
+        return nullcontext()
+
+    def say(self, text: str) -> None:
+        """A line of what the command does."""
+
+    def on_plan(self, points, states: dict[str, str], folders: dict[str, Path]) -> None:
+        """Before the first run: every point, its state (done, partial, new) and folder."""
+
+    def on_run(self, name: str, status: str) -> None:
+        """After each run: ran, resumed, skipped, diverged or failed."""
+
+
+def scenario_source(scenario: Any, folder: Path) -> tuple[str, bool]:
+    """What sweep and plan read a scenario from: a name or file as given, or a Scenario
+    written to <folder>/scenario.yaml (so that the folder says what it ran, and a restart
+    with the same folder finds it). Returns (source, whether the file was written)."""
+    if isinstance(scenario, str | os.PathLike):
+        return os.fspath(scenario), False
+    # deferred: the scenario schema (pydantic; only a Scenario object needs it)
+    from fedjoule.scenarios.loading import scenario_yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "scenario.yaml"
+    header = f"# the scenario given to fedjoule {__version__} from Python; every field is shown\n"
+    write_text_atomically(path, header + scenario_yaml(scenario))
+    return str(path), True
+
+
+def undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[str]) -> None:
+    """After a failure before the command wrote anything: remove the scenario file (and the
+    folder) `scenario_source` made."""
+    if not written or any((folder / n).exists() for n in outputs):
+        return
+    (folder / "scenario.yaml").unlink(missing_ok=True)
+    if created:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass

@@ -1,0 +1,42 @@
+"""`plan`: the energy-optimal number of local steps K* over a grid of SNR and uplink
+bandwidth (planning/plan.py), into plan.csv, plan.json and its plots."""
+
+from pathlib import Path
+from typing import Any
+
+from fedjoule.commands.common import scenario_label
+from fedjoule.commands.many import RunsView, scenario_source, undo_source
+from fedjoule.folders import check_out_folder, stamped_folder
+
+
+def plan(
+    scenario: Any, out: Path | None, overrides: list[str], options: Any, view: RunsView | None
+) -> Any:
+    """Plan K* for `scenario` (a built-in name, a YAML file or a Scenario) with `overrides`
+    (--set texts) and `options` (planning.plan.PlanOptions, checked when made) into `out`
+    (default plans/<name>-<time>; given again, an interrupted plan's runs resume).
+    Returns planning.plan.PlanResult."""
+    # deferred: the planner (its runs' pool, the plots with matplotlib)
+    from fedjoule.planning.plan import PLAN_JSON, run_plan
+
+    view = view or RunsView()
+    folder = out or stamped_folder("plans", scenario_label(scenario))
+    check_out_folder(folder)
+    created = not folder.exists()
+    source, written = scenario_source(scenario, folder)
+    try:
+        with view.running(folder):
+            return run_plan(
+                source,
+                folder,
+                overrides,
+                options,
+                say=view.say,
+                on_plan=view.on_plan,
+                on_run=view.on_run,
+                on_replays=view.on_replays,
+                on_replay=view.on_replay,
+            )
+    except BaseException:
+        undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
+        raise
