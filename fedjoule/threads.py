@@ -43,6 +43,6 @@ def step_flops(world) -> float:
 def run_threads(world) -> int:
     """Threads for a run with no thread count given: one when a step is too small to split
     (SPLIT_FLOPS), else torch's default (the cores, or OMP_NUM_THREADS)."""
-    import torch
+    import torch  # deferred: torch (fedjoule/__init__.py imports this module)
 
     return 1 if step_flops(world) < SPLIT_FLOPS else torch.get_num_threads()

@@ -82,6 +82,8 @@ ProfileFactoryImpl.createLTE/createWiFi).
 import math
 from dataclasses import dataclass, fields
 
+from fedjoule.channel.units import dbm_to_w
+
 MODELS = ("radiated", "linear", "lte", "wifi", "nbiot")
 MEASURED = ("lte", "wifi", "nbiot")  # affine in throughput
 BITS_PER_MBIT = 1e6
@@ -325,8 +327,6 @@ def isolated_transfer_energy_j(
 # ---------------------------------------------------------------------- scenarios
 def class_radios(population_section) -> list[RadioParams]:
     """Every device class's resolved radio, in class order."""
-    from fedjoule.channel.units import dbm_to_w
-
     return [
         resolve(getattr(c, "radio", None), float(dbm_to_w(c.tx_power_dbm)), c.rx_power_w)
         for c in population_section.device_classes

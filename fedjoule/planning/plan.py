@@ -30,6 +30,11 @@ from fedjoule import __version__
 from fedjoule.arguments import ArgumentError, grid_cell, shown
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
+from fedjoule.planning.plan_plots import (
+    plot_energy_vs_k,
+    plot_kstar_breakeven,
+    plot_kstar_heatmap,
+)
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import SweepOptions, run_sweep
 from fedjoule.report.results import ENERGY_FIELDS, write_json
@@ -381,11 +386,6 @@ def run_plan(
         for r in mine:
             r["x"] = x
     write_table(out / PLAN_CSV, table)
-    from fedjoule.planning.plan_plots import (
-        plot_energy_vs_k,
-        plot_kstar_breakeven,
-        plot_kstar_heatmap,
-    )
 
     plot_kstar_heatmap(
         out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values

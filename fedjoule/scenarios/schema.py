@@ -30,11 +30,20 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from fedjoule.algorithms.base import AlgorithmConfig
-from fedjoule.algorithms.fedavg import FedAvgConfig
-from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
+from fedjoule.algorithms.options import AlgorithmConfig, FedAvgConfig
+from fedjoule.algorithms.registry import (
+    AlgorithmSection,
+    PluginSource,
+    algorithm_class,
+    section_model,
+)
+from fedjoule.channel.trace import PACKAGE_PREFIX, load_section, trace_path
+from fedjoule.devices.fedscale import check_file, is_fedscale_file
+from fedjoule.devices.library import merged_class, unknown_profile_message
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError, Unchecked, load_spec, plugin_dirs
+from fedjoule.tracking.registry import tracker_class
+from fedjoule.tracking.session import check_tracking_folder
 
 # Upper bounds (see each field's description for why).
 MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
@@ -164,8 +173,6 @@ def _exists(path: Path) -> bool:
 def _data_file(value: str | None) -> str | None:
     """A data file field (a trace) as the absolute path _found resolves it to, relative to
     the scenario file's folder, then the working one; a packaged `package:NAME` unchanged."""
-    from fedjoule.channel.trace import PACKAGE_PREFIX
-
     if value is None or value.startswith(PACKAGE_PREFIX):
         return value
     return str(_found(value))
@@ -534,8 +541,6 @@ def raw_with_profile(data, strict: bool):
     """A raw device class with its profile's values merged under its own fields
     (fedjoule.devices.library.merged_class). strict: an unknown profile is an error
     listing the available ones; otherwise the class is returned unchanged."""
-    from fedjoule.devices.library import merged_class, unknown_profile_message
-
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str):
         return data
     try:
@@ -785,10 +790,6 @@ class CapacityTraceSection(Section):
 
     @model_validator(mode="after")
     def _readable(self):
-        from fedjoule.channel.trace import trace_path
-        from fedjoule.devices.fedscale import check_file
-        from fedjoule.errors import FedjouleError
-
         try:
             check_file(trace_path(self.file), "capacity")
         except FedjouleError as exc:
@@ -876,9 +877,6 @@ class LinkTraces(Section):
     def _readable(self):
         """Read each series now, so that `fedjoule validate` names a bad file's first bad
         row."""
-        from fedjoule.channel.trace import load_section
-        from fedjoule.errors import FedjouleError
-
         for side in ("uplink", "downlink"):
             if getattr(self, side) is not None:
                 try:
@@ -1093,10 +1091,6 @@ def _trace(v) -> Iterator[tuple[str, str]]:
     if v.kind == "trace" and not v.trace_file:
         yield "trace_file", "availability.kind=trace needs availability.trace_file"
     if v.kind == "trace" and v.trace_file:
-        from fedjoule.channel.trace import trace_path
-        from fedjoule.devices.fedscale import check_file, is_fedscale_file
-        from fedjoule.errors import FedjouleError
-
         try:
             path = trace_path(v.trace_file)
             fedscale = is_fedscale_file(path)
@@ -1423,8 +1417,6 @@ class TrackingSection(Section):
     def _writable_folder(self):
         """An absolute folder is checked here, by validate as by run (a relative one, under
         the run's folder, by run before it makes that folder)."""
-        from fedjoule.tracking.session import check_tracking_folder
-
         try:
             check_tracking_folder(self, None)
         except FedjouleError as exc:
@@ -1434,8 +1426,6 @@ class TrackingSection(Section):
 
     @model_validator(mode="after")
     def _resolve_backends(self):
-        from fedjoule.tracking.registry import tracker_class
-
         seen, sources = set(), {}
         for name in self.backends:
             if name in seen:
@@ -1604,8 +1594,6 @@ def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
 
 def _plugin_reason(section) -> str | None:
     """Why a plug-in algorithm cannot run outside sync rounds (None: it can)."""
-    from fedjoule.algorithms.registry import algorithm_class
-
     try:
         cls, _ = algorithm_class(section)
     except Exception:  # noqa: BLE001 - the algorithm section reports its own problem
@@ -1779,8 +1767,6 @@ class CompressionSection(Section):
 
 
 def _compression_algorithm(v) -> Iterator[tuple[str, str]]:
-    from fedjoule.algorithms.registry import algorithm_class, section_model
-
     section = v.compression
     directions = [d for d in ("uplink", "downlink") if getattr(section, d).kind != "none"]
     if not directions:

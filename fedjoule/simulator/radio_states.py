@@ -32,6 +32,7 @@ import numpy as np
 import simpy
 
 from fedjoule.devices.radio import RadioParams, class_radios, has_states, is_plain_radiated
+from fedjoule.simulator.client import _span
 
 
 class RadioBank:
@@ -79,7 +80,7 @@ class RadioBank:
         return out
 
     def state_dict(self) -> dict:
-        import torch
+        import torch  # deferred: torch (the numpy system engine runs without it)
 
         return {
             "tail_end_s": torch.from_numpy(self.tail_end_s.copy()),
@@ -236,6 +237,4 @@ class ClientRadio:
 
 
 def _add_span(record, kind, start_s, end_s, energy_j, ok=True) -> None:
-    from fedjoule.simulator.client import _span
-
     _span(record, kind, start_s, end_s, energy_j, ok=ok)

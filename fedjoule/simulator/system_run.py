@@ -16,6 +16,7 @@ from fedjoule.channel.interference import sinr_columns
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
+from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import protocols
@@ -25,7 +26,7 @@ from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.vector_radio import RadioBatteryStop
-from fedjoule.storage import replace_atomically, write_text_atomically
+from fedjoule.storage import AppendLog, replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
 
@@ -137,9 +138,6 @@ def run_system(
 
 
 def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
-    from fedjoule.report.timeline import events_text, plot_timeline
-    from fedjoule.storage import AppendLog
-
     scenario = sim.world.scenario
     events = AppendLog(out / "events.jsonl")
 
