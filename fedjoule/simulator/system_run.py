@@ -16,7 +16,6 @@ from fedjoule.channel.interference import sinr_columns
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
-from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import protocols
@@ -138,6 +137,9 @@ def run_system(
 
 
 def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
+    # deferred: matplotlib (validate --no-train and the numpy engine draw nothing)
+    from fedjoule.report.timeline import events_text, plot_timeline
+
     scenario = sim.world.scenario
     events = AppendLog(out / "events.jsonl")
 
