@@ -21,7 +21,8 @@ from typing import Any
 
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError
-from fedjoule.tracking.registry import is_spec, names, tracker_class
+from fedjoule.tracking.registry import is_spec, tracker_class
+from fedjoule.tracking.registry import names as tracker_names
 
 MAX_SEED = 2**63 - 1  # the scenario's seed range (scenarios/schema.py)
 MAX_SEEDS = 1000  # seeds of one command
@@ -365,7 +366,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
             f"{name}={shown(value)}: expected tracker names, e.g. 'tensorboard,mlflow' or "
             "['csv', 'wandb']"
         )
-    allowed = f"{', '.join(names())} or a plug-in class 'file.py:ClassName'"
+    allowed = f"{', '.join(tracker_names())} or a plug-in class 'file.py:ClassName'"
     for backend in given:
         if not backend:
             raise ArgumentError(f"{name}={shown(value)}: an empty tracker name; expected {allowed}")
@@ -373,7 +374,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
             raise ArgumentError(f"{name}={shown(value)}: {backend!r} is named twice")
         if is_spec(backend):
             continue
-        if backend not in names():
+        if backend not in tracker_names():
             raise ArgumentError(
                 f"{name}={shown(value)}: unknown tracker {backend!r}; expected {allowed}"
             )

@@ -32,9 +32,9 @@ import torch
 from fedjoule.errors import FedjouleError
 
 try:  # numpy >= 2
-    from numpy._core.multiarray import _reconstruct
+    from numpy._core.multiarray import _reconstruct as _numpy_reconstruct
 except ImportError:  # numpy 1.x
-    from numpy.core.multiarray import _reconstruct
+    from numpy.core.multiarray import _reconstruct as _numpy_reconstruct
 
 PIXELS = 3 * 32 * 32  # one image's bytes in a batch row: 1024 red, 1024 green, 1024 blue
 
@@ -68,7 +68,7 @@ def _reconstruct(subtype, shape, typecode):
     """numpy's _reconstruct(ndarray, (0,), b"b"): the empty array that BUILD then fills."""
     if subtype is not _NDARRAY or tuple(shape) != (0,):
         raise _NotCifar(f"to build a numpy array as {subtype!r:.60} {shape!r:.60}")
-    return _reconstruct(np.ndarray, (0,), _dtype(typecode))
+    return _numpy_reconstruct(np.ndarray, (0,), _dtype(typecode))
 
 
 def _dtype(spec, align=False, copy=False):

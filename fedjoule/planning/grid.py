@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fedjoule.algorithms.registry import names, section_model_or_none
+from fedjoule.algorithms.registry import names as algorithm_names
+from fedjoule.algorithms.registry import section_model_or_none
 from fedjoule.arguments import grid_size
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import relative_to, scenario_trust
@@ -325,7 +326,7 @@ def check_preset(preset: Preset) -> None:
     if section_model_or_none({"name": preset.name}) is None:
         raise FedjouleError(
             f"--grid algorithm: preset {preset.text!r}: unknown algorithm {preset.name!r}; "
-            f"available: {', '.join(names())}"
+            f"available: {', '.join(algorithm_names())}"
         )
     allowed = setting_names({"name": preset.name})
     for key in preset.settings:
