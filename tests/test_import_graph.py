@@ -11,6 +11,7 @@ import fedjoule
 PACKAGE = Path(fedjoule.__file__).parent
 # Imports inside functions, all modules counted. fedjoule/cli.py and fedjoule/api.py hold
 # UNSAID of them (being rewritten as one command layer, issue 27); the rest are deferrals.
+# Lower both as they go (issue 27's target: at most 40 in all, UNSAID 0).
 MAX_INNER = 158
 UNSAID = 125  # inner imports without a `# deferred:` comment (all in cli.py and api.py)
 DEFERRED = "# deferred:"
