@@ -15,7 +15,6 @@ and the likely cause (`diverged_at_round`, `diverged_reason`).
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -30,6 +29,8 @@ from fedjoule.algorithms.learning import (
     aggregate_buffers,
     fabricate,
     keep_client_state,
+    model_is_finite,
+    round_lr,
     train_clients,
 )
 from fedjoule.algorithms.work import local_work
@@ -38,9 +39,10 @@ from fedjoule.energy_kinds import DEVICE_FIELDS, END_OF_RUN_TAIL, ENERGY_FIELDS,
 from fedjoule.errors import FedjouleError
 from fedjoule.report.results import finite_or_none
 from fedjoule.simulator import protocols
+from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
-from fedjoule.simulator.transfers import overcommit_count, play_clients
+from fedjoule.simulator.transfers import arrivals_kept, overcommit_count, play_clients
 from fedjoule.simulator.world import World
 
 PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
@@ -51,28 +53,6 @@ BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
 LEDGER_FIELDS = ("selected", "arrived", *DEVICE_FIELDS)
 SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
-
-
-@dataclass
-class Progress:
-    """What a run has accumulated; saved in every checkpoint."""
-
-    next_round: int = 0
-    sim_time_s: float = 0.0
-    wall_time_s: float = 0.0
-    cumulative_energy_j: float = 0.0
-    metrics: dict = field(default_factory=dict)  # last evaluation
-    best_accuracy: float = math.nan
-    rounds_to_target: int | None = None
-    energy_to_target_j: float | None = None
-    time_to_target_s: float | None = None
-    # the sum over rounds of the slowest arrived client's computation (rounds.csv
-    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
-    compute_time_s: float = 0.0
-    compute_time_to_target_s: float | None = None
-    diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
-    diverged_reason: str | None = None
-    end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
@@ -142,26 +122,6 @@ def bernoulli_participants(
         first = min(max(first, 0), n - 1)
     rest = first + 1 + np.flatnonzero(gen.random(n - first - 1) < p)
     return candidates[np.concatenate([[first], rest]).astype(int)]
-
-
-def round_lr(training, r: int) -> float:
-    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
-    training with it diverges, which the round reports)."""
-    try:
-        return training.lr * training.lr_decay**r
-    except OverflowError:
-        return math.inf
-
-
-def arrivals_kept(scenario, n_selected: int) -> int:
-    """The arrivals the server waits for (step 4): clients_per_round with fixed
-    participation, so over-committed clients beyond them are stopped and discarded;
-    every drawn client with bernoulli participation, unless round.overcommit > 1 asks for
-    over-commit (then the first clients_per_round arrivals are kept)."""
-    training = scenario.training
-    if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
-        return n_selected
-    return training.clients_per_round
 
 
 class Simulation:
@@ -685,13 +645,6 @@ class Simulation:
             **({} if self.protocol is None else self.protocol.summary()),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}
-
-
-def model_is_finite(state: dict) -> bool:
-    """No NaN or inf in the global model. Only the model: other server state may hold NaN
-    on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
-    model in the next aggregation."""
-    return bool(torch.isfinite(state["w"]).all())
 
 
 def divergence_reason(training, r: int, lr: float, cause: str) -> str:

@@ -29,10 +29,19 @@ import torch
 
 from fedjoule import rng
 from fedjoule.algorithms.base import weighted_mean
-from fedjoule.algorithms.learning import aggregate_arrived, aggregate_buffers, keep_client_state
+from fedjoule.algorithms.learning import (
+    aggregate_arrived,
+    aggregate_buffers,
+    keep_client_state,
+    model_is_finite,
+    round_lr,
+)
+from fedjoule.channel.medium import make_medium
 from fedjoule.errors import FedjouleError
+from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import ClientRecord
-from fedjoule.simulator.transfers import play_clients, serving_cells, start_clients
+from fedjoule.simulator.radio_states import RadioBank
+from fedjoule.simulator.transfers import arrivals_kept, play_clients, serving_cells, start_clients
 
 LATE = 2  # SimPy priority after URGENT (0) and NORMAL (1): the end of an instant
 ROUND_COLUMNS = ["updates", "staleness_mean", "staleness_max", "energy_backhaul_j"]
@@ -230,9 +239,6 @@ class Streaming(Counts):
 
     def reset_system(self) -> None:
         """The system state at time 0 (ledger, batteries, radios), for the replay."""
-        from fedjoule.simulator.engine import Progress
-        from fedjoule.simulator.radio_states import RadioBank
-
         sim = self.sim
         for values in sim.ledger.values():
             values[:] = 0
@@ -243,8 +249,6 @@ class Streaming(Counts):
     def restore_learning(self, learning: dict) -> None:
         """At the saved version: the checkpoint's learning state; the replayed system
         state (ledger, batteries) must equal the saved one."""
-        from fedjoule.simulator.radio_states import RadioBank
-
         sim, saved = self.sim, learning["simulation"]
         for name, values in saved["ledger"].items():
             if not np.allclose(sim.ledger[name], values.numpy(), rtol=1e-12, atol=1e-12):
@@ -336,8 +340,6 @@ class Streaming(Counts):
                     self.trained[key] = (models[i] - sim.state["w"]).detach().clone()
                 process.callbacks.append(on_end(key))
             return len(chosen)
-
-        from fedjoule.channel.medium import make_medium
 
         n_cells = sim.world.topology.n_cells
         channel = scenario.channel
@@ -454,8 +456,6 @@ def _order(key: str) -> tuple[int, int]:
 
 
 def sim_round_lr(training, r: int) -> float:
-    from fedjoule.simulator.engine import round_lr
-
     return round_lr(training, r)
 
 
@@ -483,8 +483,6 @@ class Hierarchical(Counts):
 
     def play_round(self, env: simpy.Environment, r: int):
         """One cloud round (a SimPy process body); returns its rounds.csv row."""
-        from fedjoule.simulator.engine import model_is_finite
-
         sim, world = self.sim, self.sim.world
         row = yield from sim.open_round(env, r)
         serving = serving_cells(world)
@@ -521,8 +519,6 @@ class Hierarchical(Counts):
     def edge(self, env: simpy.Environment, r: int, c: int, lr: float):
         """Edge server c's part of cloud round r: the model down the backhaul, edge_rounds
         synchronous rounds with its clients, the model up the backhaul."""
-        from fedjoule.simulator.engine import arrivals_kept
-
         sim, world = self.sim, self.sim.world
         scenario = world.scenario
         serving = serving_cells(world)
