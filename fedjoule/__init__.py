@@ -8,6 +8,7 @@ The Python API (docs/api.md), imported on first use so that `import fedjoule` st
     result.summary["final_accuracy"]
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 from fedjoule.threads import wait_passively
@@ -66,7 +67,6 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fedjoule' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # (looked up once)

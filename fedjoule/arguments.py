@@ -10,6 +10,7 @@ plan's k, snr_db, bandwidth_hz and cells) may be any iterable: its size is check
 """
 
 import itertools
+import json
 import math
 import numbers
 import os
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fedjoule.errors import FedjouleError
+from fedjoule.plugins import PluginError
+from fedjoule.tracking.registry import is_spec, tracker_class
+from fedjoule.tracking.registry import names as tracker_names
 
 MAX_SEED = 2**63 - 1  # the scenario's seed range (scenarios/schema.py)
 MAX_SEEDS = 1000  # seeds of one command
@@ -27,6 +31,7 @@ MAX_WORKERS = 4096
 MAX_ROUNDS = 10_000_000
 MAX_MEMORY_MB = 1e9
 MAX_VALUES = 1000  # values of one grid axis (or of the plan's k, snr_db, bandwidth_hz, cells)
+CI_METHODS = ("t", "bootstrap")  # the intervals over seeds (fedjoule/seeds.py)
 MAX_DEPTH = 20  # nesting of lists and mappings in an override or grid value
 MAX_RUNS = 100_000  # points of a sweep's grid, or cells of a plan's (seeds included)
 
@@ -327,15 +332,13 @@ def workers(name: str, value: Any) -> int | None:
 
 def ci(name: str, value: Any) -> str:
     """The confidence interval over seeds: t (Student) or bootstrap (fedjoule/seeds.py)."""
-    from fedjoule.seeds import CI_METHODS
-
     return choice(name, value, CI_METHODS)
 
 
 def plot_style(name: str, value: Any) -> str | None:
     """None or "default", "paper", or an existing matplotlib style file (.mplstyle)
     (fedjoule/report/figures.py), as figures.set_plot_style takes it."""
-    from fedjoule.report.figures import check_style
+    from fedjoule.report.figures import check_style  # deferred: matplotlib (figures.py)
 
     if value is not None and not isinstance(value, str | os.PathLike):
         raise ArgumentTypeError(
@@ -352,9 +355,6 @@ def tracking(name: str, value: Any) -> list[str] | None:
     (fedjoule.tracking.registry), or plug-in specs 'file.py:ClassName' (checked where the
     scenario is read, under the plug-in trust rules); a named backend must be installed
     (the message names the extra that installs it). None or empty: as the scenario says."""
-    from fedjoule.plugins import PluginError
-    from fedjoule.tracking.registry import is_spec, names, tracker_class
-
     if value is None:
         return None
     if isinstance(value, str):
@@ -366,7 +366,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
             f"{name}={shown(value)}: expected tracker names, e.g. 'tensorboard,mlflow' or "
             "['csv', 'wandb']"
         )
-    allowed = f"{', '.join(names())} or a plug-in class 'file.py:ClassName'"
+    allowed = f"{', '.join(tracker_names())} or a plug-in class 'file.py:ClassName'"
     for backend in given:
         if not backend:
             raise ArgumentError(f"{name}={shown(value)}: an empty tracker name; expected {allowed}")
@@ -374,7 +374,7 @@ def tracking(name: str, value: Any) -> list[str] | None:
             raise ArgumentError(f"{name}={shown(value)}: {backend!r} is named twice")
         if is_spec(backend):
             continue
-        if backend not in names():
+        if backend not in tracker_names():
             raise ArgumentError(
                 f"{name}={shown(value)}: unknown tracker {backend!r}; expected {allowed}"
             )
@@ -387,6 +387,4 @@ def tracking(name: str, value: Any) -> list[str] | None:
 
 def tracking_override(backends: list[str] | None) -> list[str]:
     """The --set text that puts `backends` in a scenario's tracking section ([]: none)."""
-    import json
-
     return [] if not backends else [f"tracking.backends={json.dumps(backends)}"]

@@ -69,10 +69,10 @@ from fedjoule.cli_views import (
     print_algorithm,
     print_custom,
     print_notes,
+    print_profiles,
     print_run,
     print_sweep,
     print_tracked,
-    profile_rows,
 )
 from fedjoule.commands.capacity import CapacityOptions
 from fedjoule.commands.capacity import capacity as plan_capacity
@@ -546,37 +546,12 @@ def profiles(
     """List the device profiles a device class can name (`profile: NAME`): measured device
     classes, each value with its source. Exit code 2 for an unknown name or a file
     --import refuses."""
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
-    from fedjoule.scenarios.schema import DeviceClass
-
     if import_file is not None or voltage_v is not None:
         from fedjoule.devices.power_profile import import_command  # deferred: XML reader
 
         sys.stdout.write(import_command(name, import_file, voltage_v))
         return
-    if name is None:
-        table = Table(show_header=True)
-        for column in ("name", "description", "compute", "radio"):
-            table.add_column(column, overflow="fold")
-        for entry in profile_names():
-            profile = load_profile(entry)
-            resolved = DeviceClass.model_validate({"profile": entry})
-            table.add_row(entry, profile.description, resolved.compute, resolved.radio.model)
-        console.print(table)
-        return
-    if name not in profile_names():
-        raise FedjouleError(unknown_profile_message(name))
-    profile = load_profile(name)
-    console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
-    table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
-    for column in ("field", "value", "source"):
-        table.add_column(column, overflow="fold")
-    resolved = DeviceClass.model_validate({"profile": name})
-    for field, value, source in profile_rows(profile, resolved):
-        shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
-        table.add_row(Text(field), Text(shown), Text(source))
-    console.print(table)
+    print_profiles(name)
 
 
 @app.command()

@@ -19,6 +19,7 @@ from fedjoule.commands.many import RunsView
 from fedjoule.commands.run import RunView
 from fedjoule.commands.sweep import plan_line as sweep_plan_line
 from fedjoule.devices import radio
+from fedjoule.errors import FedjouleError
 from fedjoule.plugins import entry_target
 from fedjoule.report.terminal import FittedTable
 from fedjoule.run_progress import RunsProgress, many_runs_progress
@@ -375,6 +376,37 @@ def kstar_table(method: str, best: list[dict], seeds: bool):
         ]
         table.add_row(*cells, *([same] if seeds else []))
     return table
+
+
+def print_profiles(name: str | None) -> None:
+    """The library's profiles as a table (name None), or one profile's every value with
+    its source; an unknown name is a FedjouleError."""
+    # deferred: the scenario schema (pydantic)
+    from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
+    from fedjoule.scenarios.schema import DeviceClass
+
+    if name is None:
+        table = Table(show_header=True)
+        for column in ("name", "description", "compute", "radio"):
+            table.add_column(column, overflow="fold")
+        for entry in profile_names():
+            profile = load_profile(entry)
+            resolved = DeviceClass.model_validate({"profile": entry})
+            table.add_row(entry, profile.description, resolved.compute, resolved.radio.model)
+        console.print(table)
+        return
+    if name not in profile_names():
+        raise FedjouleError(unknown_profile_message(name))
+    profile = load_profile(name)
+    console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
+    table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
+    for column in ("field", "value", "source"):
+        table.add_column(column, overflow="fold")
+    resolved = DeviceClass.model_validate({"profile": name})
+    for field, value, source in profile_rows(profile, resolved):
+        shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
+        table.add_row(Text(field), Text(shown), Text(source))
+    console.print(table)
 
 
 # The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)

@@ -1,5 +1,7 @@
 """The one error type for problems a user can cause and fix."""
 
+import difflib
+
 
 class FedjouleError(Exception):
     """A bad scenario, a missing dataset, an impossible setting.
@@ -23,8 +25,6 @@ class RunDiverged(FedjouleError):
 def did_you_mean(value: object, allowed) -> str:
     """` (did you mean 'lte'?)`: the allowed name closest to a misspelt `value`
     (difflib's ratio of at least 0.6), or '' when none is close or value is not text."""
-    import difflib
-
     if not isinstance(value, str):
         return ""
     hint = difflib.get_close_matches(value, [str(a) for a in allowed], n=1)

@@ -216,7 +216,7 @@ class Entry:
 
     kind: str
     name: str
-    target: Any  # a model factory, a dataset loader, an algorithm class
+    target: Any  # a model factory, a dataset loader, an algorithm class (built in: "module:Class")
     origin: str  # "built in", or "entry point <group> from <distribution> <version>"
 
 
@@ -271,6 +271,9 @@ def entry_target(entry: Entry) -> tuple[Any, dict]:
     An entry point is loaded here, on first use, so that a broken package only matters to
     the scenarios that name it."""
     target = entry.target
+    if isinstance(target, str):  # a built-in named by "module:name", imported on first use
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name), {}
     # (not isinstance(importlib.metadata.EntryPoint): once the importlib_metadata backport
     # is imported, as MLflow and W&B do, its finder hands out its own EntryPoint class)
     if entry.origin.startswith(ENTRY_POINT_ORIGIN):

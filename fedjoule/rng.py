@@ -6,8 +6,12 @@ randomness never shifts another part's draws, and a resumed run draws exactly
 what an uninterrupted one would.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 # Fixed ids: never renumber, only append (renumbering changes every seeded result).
 STREAM_IDS = {
@@ -59,6 +63,8 @@ def seed_int(seed: int, name: str, *keys: int) -> int:
     return int(seed_sequence(seed, name, *keys).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def torch_generator(seed: int, name: str, *keys: int) -> torch.Generator:
+def torch_generator(seed: int, name: str, *keys: int) -> "torch.Generator":
     """A CPU torch.Generator for stream `name` under `keys`."""
+    import torch  # deferred: torch (every command draws from these streams)
+
     return torch.Generator().manual_seed(seed_int(seed, name, *keys))

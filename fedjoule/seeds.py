@@ -14,12 +14,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
+from fedjoule.arguments import seeds_text
+
 
 def parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
     """`--seeds N` (seeds 0..N-1) or `--seeds 3,7,11` (those seeds, in that order); None
     or empty: no seeds axis. Checked as the API's seeds are (fedjoule/arguments.py)."""
-    from fedjoule.arguments import seeds_text
-
     return seeds_text(text, option)
 
 
@@ -76,7 +76,6 @@ def indistinguishable(means: dict, ci95: dict, best) -> list:
 
 # ---------------------------------------------------------------- intervals (--ci)
 
-CI_METHODS = ("t", "bootstrap")
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0  # the resampling is seeded: the same seeds give the same interval
 FEW_SEEDS = 3  # a CI over fewer seeds than this is warned about

@@ -9,6 +9,7 @@ a resumed run cuts them back to that length and refuses a file whose content dif
 """
 
 import errno
+import fcntl
 import os
 import zlib
 from collections.abc import Callable
@@ -144,8 +145,6 @@ class FolderLock:
         self._fd: int | None = None
 
     def acquire(self) -> "FolderLock":
-        import fcntl
-
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

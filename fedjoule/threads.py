@@ -52,7 +52,7 @@ def run_threads(world) -> int:
     """Threads for a run with no thread count given: one when a step is too small to split
     (SPLIT_FLOPS), else one per FLOPS_PER_THREAD of a step, at least two, at most
     torch's default (the cores, or OMP_NUM_THREADS)."""
-    import torch
+    import torch  # deferred: torch (fedjoule/__init__.py imports this module)
 
     flops = step_flops(world)
     if flops < SPLIT_FLOPS:

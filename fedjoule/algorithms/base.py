@@ -12,25 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
+
+from fedjoule.algorithms.options import AlgorithmConfig
 
 GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minibatch gradients
-
-
-class AlgorithmConfig(BaseModel):
-    """Options common to every algorithm; each algorithm subclasses this with a literal name.
-    Checked as scenario sections are: unknown fields are errors, numbers finite, types strict
-    (true is not a number). A field with an alias (`class` of a custom algorithm) is read
-    and written under its alias."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        strict=True,
-        allow_inf_nan=False,
-        validate_by_name=True,
-        serialize_by_alias=True,
-    )
-    cross_checks: ClassVar[tuple] = ()  # (none: the scenario's checks skip option models)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from fedjoule.models.functional import FlatModel
+from fedjoule.models.functional import FlatModel, cross_entropy
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,6 @@ class DenseGradient:
     def build(cls, model: FlatModel) -> "DenseGradient | None":
         """The fast path for `model`, or None when it is not a plain dense stack under
         cross-entropy."""
-        from fedjoule.models.functional import cross_entropy
-
         if model.objective is not cross_entropy:
             return None
         modules = list(model.module.children()) if isinstance(model.module, nn.Sequential) else []

@@ -5,27 +5,18 @@ The paper's algorithm boxes were not available; this is our reconstruction
 FedDyn local objective and server correction.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.drfa import Drfa, DrfaConfig
+from fedjoule.algorithms.drfa import Drfa
 from fedjoule.algorithms.feddyn import FedDyn, client_alpha
-
-
-class DrdmConfig(DrfaConfig):
-    """DRDM options: DRFA's plus FedDyn's alpha."""
-
-    name: Literal["drdm"] = "drdm"  # type: ignore[assignment]
-    alpha: float = Field(0.01, gt=0, description="FedDyn regularisation alpha.")
-    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (FedDyn code).")
+from fedjoule.algorithms.options import DrdmConfig
 
 
 class Drdm(Drfa):
     """DRFA whose clients run the FedDyn objective and whose server applies -h/alpha."""
 
     name = "drdm"
+    config_class = DrdmConfig
     client_state = ("g_i",)
     step_vector_flops = FedDyn.step_vector_flops  # FedDyn's local objective
 

@@ -6,35 +6,11 @@ clients returns losses at the snapshot average; the server takes a projected
 ascent step on lambda.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
 from fedjoule import rng
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class DrfaConfig(AlgorithmConfig):
-    """DRFA options."""
-
-    name: Literal["drfa"] = "drfa"
-    dual_lr: float = Field(0.1, gt=0, description="Dual step size eta_lambda (code README).")
-    dual_decay: float = Field(
-        1.0, gt=0, le=1, description="Per-round factor on dual_lr (official code: 0.9)."
-    )
-    lambda_floor: float = Field(
-        1e-3, ge=0, description="Entries of lambda below this are raised to it, then renormalised."
-    )
-    sampling: Literal["lambda", "uniform"] = Field(
-        "lambda",
-        description="lambda: sample by lambda, plain mean (paper); uniform: sample uniformly, "
-        "weight the arrived models by lambda (the code's importance weighting, normalised).",
-    )
-    lambda_init: Literal["samples", "uniform"] = Field(
-        "samples", description="Initial lambda: n_i / n (code) or 1/N."
-    )
-
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import DrfaConfig
 
 HUGE = 1e6  # beyond this, entries are shifted first (else v - (v - 1) rounds to 0)
 
@@ -65,6 +41,7 @@ class Drfa(Algorithm):
     """Lambda-weighted selection, snapshot at t', dual ascent from probe losses; 2 vectors up."""
 
     name = "drfa"
+    config_class = DrfaConfig
     uplink_vectors = 2  # final model and snapshot
     needs_probe = True
     uplink_wire = ("model", "snapshot")

@@ -1,27 +1,16 @@
 """FedACG (Kim, Kim, Han, CVPR 2024): accelerated client gradient (docs/algorithms.md#fedacg)."""
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class FedACGConfig(AlgorithmConfig):
-    """FedACG options."""
-
-    name: Literal["fedacg"] = "fedacg"
-    server_momentum: float = Field(0.85, ge=0, lt=1, description="Server momentum lambda.")
-    beta: float = Field(
-        1e-3, ge=0, description="Local regulariser weight: beta |theta - look-ahead|^2 (code)."
-    )
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import FedACGConfig
 
 
 class FedACG(Algorithm):
     """Clients start from the look-ahead w + lambda m and stay near it; server momentum."""
 
     name = "fedacg"
+    config_class = FedACGConfig
     downlink_compressible = True  # the look-ahead is the one broadcast vector
     step_vector_flops = 3  # 2 beta (theta - look-ahead): subtract, multiply; added
 

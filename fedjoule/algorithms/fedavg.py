@@ -3,19 +3,13 @@
 The update rules: docs/algorithms.md#fedavg.
 """
 
-from typing import Literal
-
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig
-
-
-class FedAvgConfig(AlgorithmConfig):
-    """FedAvg has no options of its own."""
-
-    name: Literal["fedavg"] = "fedavg"
+from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.options import FedAvgConfig
 
 
 class FedAvg(Algorithm):
     """Clients run plain local SGD from the global model; the server takes the n_i-weighted mean."""
 
     name = "fedavg"
+    config_class = FedAvgConfig
     downlink_compressible = True

@@ -6,33 +6,17 @@ local models plus the mean drift of all N clients. `aggregation: paper` averages
 (theta_i + h_i) over the arrived clients instead.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class FedDCConfig(AlgorithmConfig):
-    """FedDC options."""
-
-    name: Literal["feddc"] = "feddc"
-    alpha: float = Field(
-        0.01, gt=0, description="Drift penalty alpha (code: 0.01 CIFAR, 0.1 MNIST)."
-    )
-    adaptive_alpha: bool = Field(True, description="alpha_i = alpha / w_i (code).")
-    aggregation: Literal["code", "paper"] = Field(
-        "code",
-        description="code: mean arrived theta_i + mean h over all N; paper: mean arrived "
-        "(theta_i + h_i).",
-    )
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import FedDCConfig
 
 
 class FedDC(Algorithm):
     """Penalty alpha_i/2 |theta + h_i - w|^2 plus correction `<theta, c/w_i - c_i>`; 2 vectors."""
 
     name = "feddc"
+    config_class = FedDCConfig
     uplink_vectors = 2
     downlink_vectors = 2
     client_state = ("h_i", "c_i")

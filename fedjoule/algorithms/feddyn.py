@@ -1,21 +1,9 @@
 """FedDyn (Acar et al., ICLR 2021): dynamic regularisation (docs/algorithms.md#feddyn)."""
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class FedDynConfig(AlgorithmConfig):
-    """FedDyn options."""
-
-    name: Literal["feddyn"] = "feddyn"
-    alpha: float = Field(0.01, gt=0, description="Regularisation alpha (examples: 0.01).")
-    adaptive_alpha: bool = Field(
-        True, description="Per-client alpha_i = alpha / w_i with w_i = n_i / mean n (code)."
-    )
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import FedDynConfig
 
 
 def dyn_correction(params, g_i, alpha, anchor):
@@ -44,6 +32,7 @@ class FedDyn(Algorithm):
     """Local objective L_i - `<g_i, theta>` + alpha_i/2 |theta-w|^2; server correction -h/alpha."""
 
     name = "feddyn"
+    config_class = FedDynConfig
     client_state = ("g_i",)
     downlink_compressible = True
     step_vector_flops = 4  # alpha_i (theta - w) - g_i; added to the gradient

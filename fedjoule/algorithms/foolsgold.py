@@ -1,24 +1,10 @@
 """FoolsGold (Fung, Yoon, Beschastnikh, RAID 2020): down-weights clients whose update
 histories look alike (sybils, freeloaders). docs/algorithms.md#foolsgold, official code's rules."""
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig
-
-
-class FoolsGoldConfig(AlgorithmConfig):
-    """FoolsGold options."""
-
-    name: Literal["foolsgold"] = "foolsgold"
-    confidence: float = Field(1.0, gt=0, description="Logit confidence kappa.")
-    combine: Literal["mean", "sum"] = Field(
-        "mean",
-        description="mean: sum a_i Delta_i / sum a_i (FedAvg-sized steps); sum: sum a_i Delta_i "
-        "(the official code).",
-    )
+from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.options import FoolsGoldConfig
 
 
 def foolsgold_weights(history: torch.Tensor, confidence: float = 1.0) -> torch.Tensor:
@@ -42,6 +28,7 @@ class FoolsGold(Algorithm):
     """Server keeps H_i = sum of client i's updates; aggregation weights from cosine similarity."""
 
     name = "foolsgold"
+    config_class = FoolsGoldConfig
     downlink_compressible = True
 
     @classmethod

@@ -1,5 +1,6 @@
 """One round of learning as the simulator and the tests drive it: train, upload, aggregate."""
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -7,6 +8,8 @@ import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.executor import SequentialExecutor
+from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.algorithms.work import GradientCount
 
 
@@ -126,3 +129,48 @@ def _rows(client_ids: torch.Tensor, values, mask: torch.Tensor):
         return client_ids, values
     rows = mask.nonzero().flatten()
     return client_ids[rows], None if values is None else values[rows.to(values.device)]
+
+
+def round_lr(training, r: int) -> float:
+    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
+    training with it diverges, which the round reports)."""
+    try:
+        return training.lr * training.lr_decay**r
+    except OverflowError:
+        return math.inf
+
+
+def model_is_finite(state: dict) -> bool:
+    """No NaN or inf in the global model. Only the model: other server state may hold NaN
+    on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
+    model in the next aggregation."""
+    return bool(torch.isfinite(state["w"]).all())
+
+
+def dry_count(
+    section, steps: int, rounds: int = 2, seed: int = 0, lr: float = 0.01
+) -> list[list[int]]:
+    """Gradient evaluations per local step in each of the first `rounds` rounds, counted
+    by training one client `steps` steps on a 3-parameter quadratic, every round
+    aggregated: the count of the engines that do not train (later rounds repeat the last)."""
+    n_params = 3
+    algorithm = build_algorithm(section, 1, torch.ones(1), steps, lr, seed)
+    x = torch.linspace(-1, 1, n_params)[None, :]
+    y = torch.zeros(1, dtype=torch.int64)
+
+    def loss(theta, xb, yb):  # |theta - x|^2 / 2 over the batch
+        return 0.5 * ((theta - xb) ** 2).sum(-1).mean()
+
+    executor = SequentialExecutor(loss, x, y, torch.device("cpu"))
+    store = ClientStore(algorithm.client_state, n_params)
+    state = algorithm.init_state(torch.zeros(n_params))
+    ids, everyone = torch.zeros(1, dtype=torch.int64), torch.ones(1, dtype=torch.bool)
+    counts = []
+    for r in range(rounds):
+        setup = RoundSetup(lr, torch.tensor([steps]), r)
+        batch_idx = torch.zeros((1, steps, 1), dtype=torch.int64)
+        result = train_clients(algorithm, executor, state, ids, setup, batch_idx, store)
+        keep_client_state(store, result, everyone)
+        state = aggregate_arrived(algorithm, state, result, everyone)
+        counts.append(result.gradients.per_step)
+    return counts

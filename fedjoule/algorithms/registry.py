@@ -11,7 +11,7 @@ A scenario's `algorithm:` section is checked against that model:
 """
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -23,18 +23,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig
-from fedjoule.algorithms.drdm import Drdm, DrdmConfig
-from fedjoule.algorithms.drfa import Drfa, DrfaConfig
-from fedjoule.algorithms.fedacg import FedACG, FedACGConfig
-from fedjoule.algorithms.fedavg import FedAvg, FedAvgConfig
-from fedjoule.algorithms.feddc import FedDC, FedDCConfig
-from fedjoule.algorithms.feddyn import FedDyn, FedDynConfig
-from fedjoule.algorithms.fedprox import FedProx, FedProxConfig
-from fedjoule.algorithms.foolsgold import FoolsGold, FoolsGoldConfig
-from fedjoule.algorithms.scaffold import Scaffold, ScaffoldConfig
-from fedjoule.algorithms.stem import Stem, StemConfig
-from fedjoule.algorithms.taco import Taco, TacoConfig
+from fedjoule.algorithms.options import BUILT_IN, AlgorithmConfig
 from fedjoule.errors import did_you_mean
 from fedjoule.plugins import (
     REGISTRY,
@@ -46,22 +35,25 @@ from fedjoule.plugins import (
     plugin_dirs,
 )
 
-ALGORITHMS: dict[str, tuple[type[Algorithm], type[AlgorithmConfig]]] = {
-    "fedavg": (FedAvg, FedAvgConfig),
-    "fedprox": (FedProx, FedProxConfig),
-    "scaffold": (Scaffold, ScaffoldConfig),
-    "feddyn": (FedDyn, FedDynConfig),
-    "feddc": (FedDC, FedDCConfig),
-    "taco": (Taco, TacoConfig),
-    "drfa": (Drfa, DrfaConfig),
-    "drdm": (Drdm, DrdmConfig),
-    "foolsgold": (FoolsGold, FoolsGoldConfig),
-    "stem": (Stem, StemConfig),
-    "fedacg": (FedACG, FedACGConfig),
-}
-for _name, (_cls, _config) in ALGORITHMS.items():
-    _cls.config_class = _config
-    REGISTRY.register("algorithm", _name, _cls)
+if TYPE_CHECKING:
+    from fedjoule.algorithms.base import Algorithm
+
+for _name, (_where, _) in BUILT_IN.items():
+    REGISTRY.register("algorithm", _name, _where)  # the class is imported on first use
+
+
+def __getattr__(name: str):
+    """ALGORITHMS: each built-in name's (class, options model); importing the classes loads
+    torch, so it is built when first asked for."""
+    if name != "ALGORITHMS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = {
+        n: (entry_target(REGISTRY.get("algorithm", n))[0], config)
+        for n, (_, config) in BUILT_IN.items()
+    }
+    globals()[name] = value  # (built once)
+    return value
+
 
 CUSTOM = "custom"
 
@@ -86,7 +78,7 @@ def names() -> list[str]:
     return [*REGISTRY.entries("algorithm"), CUSTOM]
 
 
-def algorithm_class(section: AlgorithmConfig) -> tuple[type[Algorithm], AlgorithmConfig]:
+def algorithm_class(section: AlgorithmConfig) -> "tuple[type[Algorithm], AlgorithmConfig]":
     """The class a validated `algorithm:` section names, and the options it is built with."""
     if section.name == CUSTOM:
         cls, _ = load_spec(section.class_, (), _recorded(section.source))
@@ -105,7 +97,7 @@ def build_algorithm(
     nominal_steps: int = 1,
     base_lr: float = 0.1,
     seed: int = 0,
-) -> Algorithm:
+) -> "Algorithm":
     """The algorithm object a scenario's `algorithm:` section describes."""
     cls, options = algorithm_class(config)
     return cls(options, n_clients, client_samples, nominal_steps, base_lr, seed)
@@ -118,8 +110,10 @@ class UncheckedOptions(AlgorithmConfig):
     model_config = ConfigDict(extra="allow")
 
 
-def check_algorithm_class(cls: Any, where: str) -> type[Algorithm]:
+def check_algorithm_class(cls: Any, where: str) -> "type[Algorithm]":
     """A plug-in must be an Algorithm subclass with a pydantic option model."""
+    from fedjoule.algorithms.base import Algorithm  # deferred: torch (plug-in classes only)
+
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise PluginError(
             f"{where} is {type(cls).__name__} {getattr(cls, '__name__', cls)!r}, not a subclass "
@@ -189,9 +183,11 @@ def section_model(value: Any) -> type[AlgorithmConfig]:
             f"unknown algorithm {name!r}{did_you_mean(name, names())}; "
             f"available: {', '.join(map(repr, names()))}",
         )
+    if entry.origin == "built in":
+        return BUILT_IN[name][1]  # (its class, and torch, not imported)
     cls, _ = entry_target(entry)
     check_algorithm_class(cls, f"algorithm {name!r} ({entry.origin})")
-    return cls.config_class if entry.origin == "built in" else named_section(name, cls.config_class)
+    return named_section(name, cls.config_class)
 
 
 def _recorded(source) -> dict | None:

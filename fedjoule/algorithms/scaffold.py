@@ -3,30 +3,17 @@
 The update rules: docs/algorithms.md#scaffold.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class ScaffoldConfig(AlgorithmConfig):
-    """SCAFFOLD options."""
-
-    name: Literal["scaffold"] = "scaffold"
-    server_lr: float = Field(1.0, gt=0, description="Global step eta_g (paper mostly 1).")
-    variate_lr: Literal["round", "base"] = Field(
-        "round",
-        description="lr in the option-II variate update: the round's lr (paper) or the "
-        "undecayed base lr (FedDyn reference code).",
-    )
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import ScaffoldConfig
 
 
 class Scaffold(Algorithm):
     """Local step y <- y - lr (g(y) - c_i + c); option-II variates; 2 vectors each way."""
 
     name = "scaffold"
+    config_class = ScaffoldConfig
     uplink_vectors = 2  # delta y, delta c
     downlink_vectors = 2  # x, c
     client_state = ("c_i",)

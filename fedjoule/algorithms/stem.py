@@ -4,27 +4,17 @@ Clients step along a momentum d updated with two gradients on the same minibatch
 d <- g(x_k) + (1 - a)(d - g(x_{k-1})); the server averages both x and d.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context, add_decay, clip_rows
-
-
-class StemConfig(AlgorithmConfig):
-    """STEM options (paper's theory step sizes replaced by a constant lr, as in practice)."""
-
-    name: Literal["stem"] = "stem"
-    momentum_a: float = Field(
-        0.2, gt=0, le=1, description="STORM weight a in (0, 1]; a = 1 is plain SGD."
-    )
+from fedjoule.algorithms.base import Algorithm, Context, add_decay, clip_rows
+from fedjoule.algorithms.options import StemConfig
 
 
 class Stem(Algorithm):
     """Local STORM momentum; uploads x_i and d_i, the server broadcasts their means."""
 
     name = "stem"
+    config_class = StemConfig
     uplink_vectors = 2
     downlink_vectors = 2
     uplink_wire = ("model", "momentum")

@@ -10,45 +10,17 @@ alpha_i / sum alpha gives an update whose size does not shrink as the clients' u
 cancel, so the model never settles.
 """
 
-from typing import Literal
-
 import torch
-from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, Context
-
-
-class TacoConfig(AlgorithmConfig):
-    """TACO options (reconstructed forms, see the module docstring)."""
-
-    name: Literal["taco"] = "taco"
-    gamma: float = Field(
-        0.01,
-        ge=0,
-        description="Correction strength gamma (reconstructed; stable while K gamma (1 - alpha) "
-        "< 1; paper's candidates 0, 0.001, 0.01, 0.1, 1).",
-    )
-    kappa: float = Field(0.7, gt=0, le=1, description="alpha above kappa is suspicious.")
-    zeta: int = Field(
-        3, ge=0, le=1_000_000, description="Expel after more than zeta suspicious rounds."
-    )
-    server_lr: float = Field(1.0, gt=0, description="Global step eta_g.")
-    normalize_by_k: bool = Field(
-        False, description="Divide the correction by K so one gamma serves every K."
-    )
-    weight_floor: float | None = Field(
-        None,
-        ge=0,
-        description="Aggregation weights p_i proportional to alpha_i + floor (default 1/m): "
-        "they fall back to uniform as updates cancel near a stationary point; 0 gives the "
-        "plain alpha_i / sum alpha (does not settle, see docs).",
-    )
+from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.options import TacoConfig
 
 
 class Taco(Algorithm):
     """Step g + gamma (1 - alpha_i) Delta; alpha-weighted aggregation; expels freeloaders."""
 
     name = "taco"
+    config_class = TacoConfig
     uplink_wire = ("pseudo_grad",)  # a difference already (lr is the server's own)
     downlink_refusal = "its clients use the last aggregated update Delta beside the model"
     step_vector_flops = 2  # gamma (1 - alpha_i) Delta: a multiply; added to the gradient

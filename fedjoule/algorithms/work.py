@@ -17,7 +17,7 @@ plain-SGD step (dense.DenseGradient.descend, no `grad_at`) is one evaluation.
 import numpy as np
 import torch
 
-from fedjoule.algorithms.base import Algorithm, GradAt, RoundSetup
+from fedjoule.algorithms.base import Algorithm, GradAt
 from fedjoule.devices.compute import TRAINING_FLOPS_PER_FORWARD_FLOP
 
 
@@ -75,38 +75,3 @@ def local_work(
     """A client's computation in a round in units of one plain SGD step: gradient
     evaluations + steps x vector work (FedAvg: `steps` exactly)."""
     return evaluations(per_step, steps) + np.asarray(steps) * vector_per_step
-
-
-def dry_count(
-    section, steps: int, rounds: int = 2, seed: int = 0, lr: float = 0.01
-) -> list[list[int]]:
-    """Gradient evaluations per local step in each of the first `rounds` rounds, counted
-    by training one client `steps` steps on a 3-parameter quadratic, every round
-    aggregated: the count of the engines that do not train (later rounds repeat the last)."""
-    from fedjoule.algorithms.client_store import ClientStore
-    from fedjoule.algorithms.executor import SequentialExecutor
-    from fedjoule.algorithms.learning import aggregate_arrived, keep_client_state, train_clients
-    from fedjoule.algorithms.registry import build_algorithm
-
-    n_params = 3
-    algorithm = build_algorithm(section, 1, torch.ones(1), steps, lr, seed)
-    x = torch.linspace(-1, 1, n_params)[None, :]
-    y = torch.zeros(1, dtype=torch.int64)
-
-    def loss(theta, xb, yb):  # |theta - x|^2 / 2 over the batch
-        return 0.5 * ((theta - xb) ** 2).sum(-1).mean()
-
-    executor = SequentialExecutor(loss, x, y, torch.device("cpu"))
-    store = ClientStore(algorithm.client_state, n_params)
-    state = algorithm.init_state(torch.zeros(n_params))
-    ids, everyone = torch.zeros(1, dtype=torch.int64), torch.ones(1, dtype=torch.bool)
-    counts = []
-    for r in range(rounds):
-        setup = RoundSetup(lr, torch.tensor([steps]), r)
-        batch_idx = torch.zeros((1, steps, 1), dtype=torch.int64)
-        result = train_clients(algorithm, executor, state, ids, setup, batch_idx, store)
-        keep_client_state(store, result, everyone)
-        state = aggregate_arrived(algorithm, state, result, everyone)
-        counts.append(result.gradients.per_step)
-    return counts
-

@@ -50,7 +50,7 @@ def rayleigh_outage_probability(
 def rayleigh_ergodic_capacity_bps_per_hz(mean_snr: ArrayLike) -> np.ndarray | float:
     """E[log2(1 + SNR |h|^2)] under Rayleigh fading, in bit/s/Hz."""
     # Rayleigh ergodic capacity: log2(e) exp(1/SNR) E1(1/SNR) (e.g. Goldsmith, ch. 4.2.4)
-    from scipy.special import exp1  # imported here: scipy costs 0.4 s of every start-up
+    from scipy.special import exp1  # deferred: scipy (0.4 s of every start-up)
 
     snr = np.asarray(mean_snr, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):

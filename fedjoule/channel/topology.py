@@ -9,6 +9,7 @@ import numpy as np
 from fedjoule import rng
 from fedjoule.channel.fading import shadowing_linear
 from fedjoule.channel.geometry import uniform_disc_positions
+from fedjoule.devices.population import class_counts
 from fedjoule.errors import FedjouleError
 
 SERVER = "server"
@@ -129,8 +130,6 @@ def place_clients(section, channel, n_clients: int, seed: int):
 
     Returns (positions (N, 2) or None, distances (N, C) or None, shadowing (N, C) or None,
     home cells (N,)). One cell draws exactly what the single-cell model always drew."""
-    from fedjoule.devices.population import class_counts
-
     sites = bs_positions_m(section)
     n_cells = len(sites)
     if n_cells == 1:

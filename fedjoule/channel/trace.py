@@ -129,6 +129,27 @@ def read_trace(
     path = trace_path(file)
     where = f"{field}.file {file}"
     text = read_data_text(path, f"{field}.file", "trace", errors="replace")
+    times, rates = _samples(text, where, column, time_column)
+    times_s, last_s = _checked_times(np.asarray(times, dtype=float), where, time_column)
+    with np.errstate(over="ignore"):
+        rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
+    low, high = RATE_BPS
+    outside = (rates_bps != 0) & ~((rates_bps >= low) & (rates_bps <= high))
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise FedjouleError(
+            f"{where}: sample {bad + 1}'s rate is {rates_bps[bad]:g} bit/s after unit and "
+            f"scale; a rate is 0 or from {low:g} to {high:g} bit/s"
+        )
+    if loop and not (rates_bps > 0).any():
+        raise FedjouleError(f"{where}: every rate is 0; no transfer could ever finish")
+    return ThroughputTrace(times_s, rates_bps, float(times_s[-1] + last_s), bool(loop))
+
+
+def _samples(text: str, where: str, column: str, time_column: str | None):
+    """(times, rates) of the CSV text's rows with a rate (times: the row count without a
+    time column); a missing column, a bad or negative number, too many samples or an
+    unreadable CSV is an error naming the line."""
     line = 1
     try:
         with io.StringIO(text, newline="") as f:
@@ -161,7 +182,12 @@ def read_trace(
         raise FedjouleError(f"{where}, line {line}: not a readable CSV ({str(exc)[:80]})") from None
     if not rates:
         raise FedjouleError(f"{where}: no sample in column {column!r}")
-    times_s = np.asarray(times, dtype=float)
+    return times, rates
+
+
+def _checked_times(times_s: np.ndarray, where: str, time_column: str | None):
+    """The sample times from 0, and the last sample's length (the median step), checked:
+    increasing, at least MIN_STEP_S apart, spanning at most MAX_TIME_S."""
     with np.errstate(over="ignore"):  # +-1e308: an infinite span, refused below
         steps = np.diff(times_s)
     if (steps <= 0).any():
@@ -177,26 +203,13 @@ def read_trace(
             f"{where}: {time_column} spans {span_s:g} s; at most "
             f"{MAX_TIME_S:g} s (about 32 years) keeps every simulated time finite"
         )
-    times_s = times_s - times_s[0]
     if (steps < MIN_STEP_S).any():
         bad = int(np.flatnonzero(steps < MIN_STEP_S)[0]) + 1
         raise FedjouleError(
             f"{where}: sample {bad + 1} comes {steps[bad - 1]:g} s after the one before; "
             f"samples are at least {MIN_STEP_S:g} s apart"
         )
-    with np.errstate(over="ignore"):
-        rates_bps = np.asarray(rates, dtype=float) * UNITS_BPS[unit] * float(scale)
-    low, high = RATE_BPS
-    outside = (rates_bps != 0) & ~((rates_bps >= low) & (rates_bps <= high))
-    if outside.any():
-        bad = int(np.flatnonzero(outside)[0])
-        raise FedjouleError(
-            f"{where}: sample {bad + 1}'s rate is {rates_bps[bad]:g} bit/s after unit and "
-            f"scale; a rate is 0 or from {low:g} to {high:g} bit/s"
-        )
-    if loop and not (rates_bps > 0).any():
-        raise FedjouleError(f"{where}: every rate is 0; no transfer could ever finish")
-    return ThroughputTrace(times_s, rates_bps, float(times_s[-1] + last_s), bool(loop))
+    return times_s - times_s[0], last_s
 
 
 def _number(text: str, where: str, line: int, column) -> float:

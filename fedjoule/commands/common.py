@@ -20,6 +20,7 @@ def scenario_label(scenario: Any) -> str:
 def resume_message(out: Path, first_round: int, total: int) -> str:
     """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
     (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
+    # deferred: numpy and pydantic (the checkpoint module), which `fedjoule --help` skips
     from fedjoule.simulator.checkpoint import NAME
 
     if first_round == 0:

@@ -31,6 +31,11 @@ import torch
 
 from fedjoule.errors import FedjouleError
 
+try:  # numpy >= 2
+    from numpy._core.multiarray import _reconstruct as _numpy_reconstruct
+except ImportError:  # numpy 1.x
+    from numpy.core.multiarray import _reconstruct as _numpy_reconstruct
+
 PIXELS = 3 * 32 * 32  # one image's bytes in a batch row: 1024 red, 1024 green, 1024 blue
 
 # torchvision's messages (CIFAR10.__init__, CIFAR10._load_meta), kept for open_or_fail.
@@ -43,14 +48,6 @@ META_NOT_FOUND = (
 class _NotCifar(Exception):
     """A file asks for something a CIFAR batch never does (the reason completes
     "it asks ..."): turned into a FedjouleError naming the file."""
-
-
-def _numpy_reconstruct():
-    try:  # numpy >= 2
-        from numpy._core.multiarray import _reconstruct
-    except ImportError:  # numpy 1.x
-        from numpy.core.multiarray import _reconstruct
-    return _reconstruct
 
 
 class _NdarrayClass:
@@ -71,7 +68,7 @@ def _reconstruct(subtype, shape, typecode):
     """numpy's _reconstruct(ndarray, (0,), b"b"): the empty array that BUILD then fills."""
     if subtype is not _NDARRAY or tuple(shape) != (0,):
         raise _NotCifar(f"to build a numpy array as {subtype!r:.60} {shape!r:.60}")
-    return _numpy_reconstruct()(np.ndarray, (0,), _dtype(typecode))
+    return _numpy_reconstruct(np.ndarray, (0,), _dtype(typecode))
 
 
 def _dtype(spec, align=False, copy=False):
@@ -236,7 +233,7 @@ class _SafeReading:
         target_transform=None,
         download: bool = False,
     ) -> None:
-        from torchvision.datasets.vision import VisionDataset
+        from torchvision.datasets.vision import VisionDataset  # deferred: torchvision (1.5 s)
 
         VisionDataset.__init__(self, root, transform=transform, target_transform=target_transform)
         self.train = train
@@ -265,7 +262,7 @@ class _SafeReading:
 
 @functools.cache
 def _safe_classes() -> dict[str, type]:
-    import torchvision  # here, not at module level: importing it costs about 1.5 s
+    import torchvision  # deferred: torchvision (importing it costs about 1.5 s)
 
     classes = {}
     for name in ("CIFAR10", "CIFAR100"):
@@ -278,7 +275,7 @@ def _safe_classes() -> dict[str, type]:
 def safe_class(cls: type) -> type:
     """`cls`, or for torchvision.datasets.CIFAR10 / CIFAR100 the class of the same name
     here, which reads the files without unpickling them."""
-    import torchvision
+    import torchvision  # deferred: torchvision (1.5 s)
 
     for name in ("CIFAR10", "CIFAR100"):
         if cls is getattr(torchvision.datasets, name):

@@ -119,8 +119,9 @@ def _unit(images: torch.Tensor) -> torch.Tensor:
 def to_chw(image, image_size: int | None, where: str) -> torch.Tensor:
     """One image (PIL, tensor or numpy array) as a (C, H, W) tensor, resized to
     image_size x image_size if given; grey, RGB or RGBA kept, other PIL modes made RGB."""
+    # deferred: torchvision and PIL (1.5 s; image datasets only)
     from PIL import Image
-    from torchvision.transforms import functional
+    from torchvision.transforms import functional  # deferred: torchvision
 
     if isinstance(image, Image.Image):
         if image.mode not in ("L", "RGB", "RGBA"):
@@ -175,7 +176,7 @@ def _size(shape) -> str:
 def torchvision_class(name: str):
     """The torchvision.datasets class called `name` (for CIFAR10 and CIFAR100 the one of
     fedjoule.data.cifar, which never unpickles); FedjouleError for any other name."""
-    import torchvision
+    import torchvision  # deferred: torchvision (1.5 s)
 
     cls = getattr(torchvision.datasets, name, None)
     if not (isinstance(cls, type) and issubclass(cls, torch.utils.data.Dataset)):
@@ -402,7 +403,7 @@ def load_image_folder(root: str | pathlib.Path, image_size: int | None = None) -
     RGB). With `train/` and `test/` sub-folders, those are the two sets (the classes are
     train's; a test class must also be a train class); otherwise one set split per class
     by per_class_split (20 % test)."""
-    from torchvision.datasets import ImageFolder
+    from torchvision.datasets import ImageFolder  # deferred: torchvision (1.5 s)
 
     root = pathlib.Path(root).expanduser()
     if not root.is_dir():

@@ -84,7 +84,7 @@ def tensor_cache_path(name: str, root: pathlib.Path) -> pathlib.Path | None:
 
 def _open(name: str, root: pathlib.Path, train: bool, download: bool):
     """The torchvision dataset object for one split."""
-    import torchvision  # here, not at module level: importing it costs about 1.5 s
+    import torchvision  # deferred: torchvision (importing it costs about 1.5 s)
 
     datasets = torchvision.datasets
     if name == "mnist":

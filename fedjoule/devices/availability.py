@@ -1,7 +1,9 @@
 """Per-client online/offline models, deterministic given the seed and queryable in any order."""
 
+import csv
 import io
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -330,9 +332,6 @@ class TraceReplay(IntervalReplay):
     """
 
     def __init__(self, path, n_clients: int, period_s: float | None = None) -> None:
-        import csv
-        from pathlib import Path
-
         self.n_clients = _check_n_clients(n_clients)
         self.period_s = period_s
         path = Path(path)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedjoule.channel.trace import trace_path
 from fedjoule.datafile import open_data_file, read_data_text
 from fedjoule.devices.availability import IntervalReplay
 from fedjoule.errors import FedjouleError
@@ -306,8 +307,6 @@ class CapacityTrace:
 @functools.lru_cache(maxsize=8)
 def load_capacity(file: str) -> CapacityTrace:
     """The CapacityTrace of a scenario's file (package:NAME or a path), read once."""
-    from fedjoule.channel.trace import trace_path
-
     return CapacityTrace(trace_path(file))
 
 

@@ -18,6 +18,7 @@ from fedjoule.devices.compute import (
     measured_step_energy_j,
     measured_step_time_s,
 )
+from fedjoule.devices.fedscale import load_capacity
 
 
 @dataclass
@@ -153,7 +154,6 @@ def step_costs(
                 energy_j[rows] = measured_step_energy_j(step, power_w)
     capacity = getattr(section, "capacity_trace", None)
     if capacity is not None:  # FedScale's trace: the measured kind at its ms per sample
-        from fedjoule.devices.fedscale import load_capacity
 
         seconds_per_sample, _ = load_capacity(capacity.file).for_clients(population.size)
         # FedScale's rule: training time = 3 x batch x steps x ms per sample; the model is

@@ -12,9 +12,12 @@ import math
 import xml.parsers.expat
 
 import yaml
+from pydantic import ValidationError
 
 from fedjoule.datafile import read_data_file, shown
+from fedjoule.devices.dvfs import cores_used, training_cluster
 from fedjoule.errors import FedjouleError
+from fedjoule.scenarios.schema import DvfsTable
 
 KIND = "power profile"
 # the file's voltages of its controllers (mV), the same battery feeding the CPU
@@ -149,11 +152,6 @@ def file_voltage_v(label: str, items: dict) -> float | None:
 def _checked(label: str, table: dict):
     """The table validated as a scenario's dvfs field (a DvfsTable), with the training
     cluster and its cores filled in; the first problem names the field."""
-    from pydantic import ValidationError
-
-    from fedjoule.devices.dvfs import cores_used, training_cluster
-    from fedjoule.scenarios.schema import DvfsTable
-
     try:
         checked = DvfsTable.model_validate(table)
         return checked.model_copy(

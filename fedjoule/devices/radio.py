@@ -98,6 +98,7 @@ ProfileFactoryImpl.createLTE/createWiFi).
 import math
 from dataclasses import dataclass, fields
 
+from fedjoule.channel.units import dbm_to_w
 from fedjoule.devices.radio_nr import NR_DEFAULTS, NR_SOURCES
 
 NR = ("nr-nsa", "nr-sa", "nr-mmwave")  # 5G NR (fedjoule/devices/radio_nr.py)
@@ -397,8 +398,6 @@ def isolated_transfer_energy_j(
 # ---------------------------------------------------------------------- scenarios
 def class_radios(population_section) -> list[RadioParams]:
     """Every device class's resolved radio, in class order."""
-    from fedjoule.channel.units import dbm_to_w
-
     return [
         resolve(getattr(c, "radio", None), float(dbm_to_w(c.tx_power_dbm)), c.rx_power_w)
         for c in population_section.device_classes

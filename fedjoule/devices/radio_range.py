@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, RadioParams
+from fedjoule.devices.radio import BITS_PER_MBIT, MEASURED, RadioParams, class_radios
 
 DIRECTIONS = ("uplink", "downlink")
 _SPAN_DIRECTION = {"downlink": "downlink", "uplink": "uplink", "uplink_aborted": "uplink"}
@@ -28,8 +28,6 @@ class RangeTally:
 
     @classmethod
     def for_population(cls, population_section) -> "RangeTally":
-        from fedjoule.devices.radio import class_radios
-
         names = [c.name for c in population_section.device_classes]
         return cls(names, class_radios(population_section))
 

@@ -97,7 +97,7 @@ def _char_lstm(input_shape, n_classes, config):
 def _torchvision(input_shape, n_classes, config):
     """torchvision.models.get_model(arch, num_classes=n_classes, weights=None, **options):
     randomly initialised (never downloaded); `weights` loads a local file afterwards."""
-    import torchvision
+    import torchvision  # deferred: torchvision (1.5 s; its models only)
 
     if len(input_shape) != 3 or input_shape[0] != 3:
         raise FedjouleError(

@@ -7,6 +7,7 @@ give the same numbers on either backend (floating-point sums depend on the threa
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -14,7 +15,10 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
+import fedjoule
 from fedjoule.errors import FedjouleError, RunDiverged
+from fedjoule.plugins import allow_plugins
+from fedjoule.scenarios.schema import Scenario
 
 BACKENDS = ("local", "ray")
 
@@ -41,16 +45,15 @@ def init_worker(threads: int) -> None:
     """A pool worker's start: OpenMP/MKL and torch limited to `threads` threads."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
-    import torch
+    import torch  # deferred: torch (sweep.py is read by report, which needs none)
 
     torch.set_num_threads(threads)
 
 
 def execute(job: Job) -> dict:
     """Run (or resume) one run of a sweep in this process; returns its summary.json content."""
-    import torch
+    import torch  # deferred: torch (sweep.py is read by report, which needs none)
 
-    from fedjoule.plugins import allow_plugins
 
     before = torch.get_num_threads()
     torch.set_num_threads(job.threads)
@@ -62,8 +65,7 @@ def execute(job: Job) -> dict:
 
 
 def _execute(job: Job) -> dict:
-    from fedjoule.scenarios.schema import Scenario
-    from fedjoule.simulator.run import run_scenario
+    from fedjoule.simulator.run import run_scenario  # deferred: torch (the run itself)
 
     try:
         if job.scenario is None:
@@ -166,8 +168,6 @@ def worker_environment() -> dict:
     """Ray's runtime environment for the workers: the folder this fedjoule is installed
     from first on their PYTHONPATH, so that they import it (not a folder named fedjoule in
     the working folder Ray starts them in, such as a checkout's)."""
-    import fedjoule
-
     installed = str(Path(fedjoule.__file__).resolve().parent.parent)
     paths = [installed, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
@@ -178,14 +178,13 @@ def run_ray(jobs: list[Job], address: str | None, workers: int | None, on_done: 
     Ray is started when no address is given. Ray is shut down at the end. Returns facts
     about the cluster (for sweep.json)."""
     try:
-        import ray
+        import ray  # deferred: Ray (optional, --backend ray)
     except ImportError:
         raise FedjouleError(
             "--backend ray needs Ray: pip install 'fedjoule[ray]' (or use --backend local)"
         ) from None
     if not jobs:
         return {}
-    import time
 
     tic = time.perf_counter()
     env = {"runtime_env": worker_environment()}

@@ -250,8 +250,6 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
     """evaluate's figures from the SimPy engine without training, for a protocol: per
     server version its duration, per client update its time from dispatch to arrival
     and its energy (simulator/protocols/)."""
-    from fedjoule.simulator.system_simpy import SimpySystemSimulation
-
     sim = SimpySystemSimulation(with_scenario(world, scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)

@@ -5,6 +5,7 @@ from pathlib import Path
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.report.terminal import FittedTable
+from fedjoule.seeds import physical_range
 
 CSV_COLUMNS = [
     "clients_per_round", "uplink_bandwidth_hz", "rounds", "client_time_s", "round_time_s",
@@ -45,8 +46,6 @@ def with_ci(figures: dict, key: str) -> str:
     """`mean ± ci95` where the figures are seed means, else the value; an interval that
     would pass the figure's physical range (a fraction's [0, 1], a time's or an energy's
     0) as its bounds cut there: `mean [lo, hi]`."""
-    from fedjoule.seeds import physical_range
-
     text = number(figures[key])
     ci = figures.get(f"{key}_ci95")
     if ci is None or figures[key] is None:

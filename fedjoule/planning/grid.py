@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fedjoule.algorithms.registry import names as algorithm_names
+from fedjoule.algorithms.registry import section_model_or_none
 from fedjoule.arguments import grid_size
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import relative_to, scenario_trust
@@ -305,8 +307,6 @@ def _section(base: dict, values: dict[str, str]) -> dict:
 def setting_names(section: dict) -> list[str]:
     """The settings an algorithm section may hold (its option model's fields, but name and
     the recorded source), by the algorithm's own schema."""
-    from fedjoule.algorithms.registry import section_model_or_none
-
     model = section_model_or_none(section)
     if model is None:
         return []
@@ -323,12 +323,10 @@ def algorithm_fields(base: dict, values: dict[str, str]) -> tuple[dict, list[str
 def check_preset(preset: Preset) -> None:
     """A preset's keys must be settings of its algorithm: the error names the preset, the
     key and the allowed keys. (Their values are checked with the whole scenario.)"""
-    from fedjoule.algorithms.registry import names, section_model_or_none
-
     if section_model_or_none({"name": preset.name}) is None:
         raise FedjouleError(
             f"--grid algorithm: preset {preset.text!r}: unknown algorithm {preset.name!r}; "
-            f"available: {', '.join(names())}"
+            f"available: {', '.join(algorithm_names())}"
         )
     allowed = setting_names({"name": preset.name})
     for key in preset.settings:

@@ -137,25 +137,7 @@ def run_sweep(
     if on_plan:
         on_plan(points, states, {p.name: run_folder(out, p) for p in points})
     tic = time.perf_counter()
-    description = {
-        "fedjoule_version": __version__,
-        "scenario": str(scenario),
-        "set": sets,
-        "grid": {a.key: list(a.values) for a in axes},
-        "backend": options.backend,
-        "address": options.address,
-        "workers": options.workers,
-        "threads_per_run": options.threads_per_run,
-        "device": options.device,
-        "pareto_accuracy": options.objective.accuracy,
-        "pareto_to_target": options.objective.to_target,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "finished": None,
-        "runs": [
-            {"name": p.name, "label": p.label, "folder": f"{RUNS}/{p.name}", "values": p.values}
-            for p in points
-        ],
-    }
+    description = sweep_description(scenario, sets, axes, points, options)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / SWEEP_JSON, description)
     parent = None
@@ -164,26 +146,8 @@ def run_sweep(
         hyper.update({f"grid.{a.key}": str(list(a.values)) for a in axes})
         parent = start_parent(points[0].scenario.tracking, out, out.name, hyper)
         tracking_parent = parent.context() if parent else None
-
+    jobs = sweep_jobs(scenario, out, points, states, options, tracking_parent)
     status = {name: "skipped" for name, state in states.items() if state == DONE}
-    jobs = []
-    for p in points:
-        folder, state = run_folder(out, p), states[p.name]
-        if state == DONE:
-            continue
-        scenario_data = None if state == PARTIAL else p.scenario.model_dump(mode="json")
-        jobs.append(
-            Job(
-                p.name,
-                str(folder),
-                scenario_data,
-                options.threads_per_run,
-                options.device,
-                options.data_dir,
-                job_allowance(scenario),
-                tracking_parent,
-            )
-        )
     errors: dict[str, str] = {}
 
     def done(job: Job, summary: dict | None, error: BaseException | None) -> None:
@@ -203,16 +167,7 @@ def run_sweep(
         backends.run_local(jobs, options.workers, done)
         cluster = {}
 
-    rows = combined_rows(out, points, options.objective, mark=not seeds)
-    means, warnings = [], []
-    if seeds:
-        written = write_seed_aggregate(out, points, options.objective, fronts, ci)
-        means, warnings = written.rows, written.warnings
-        rows = marks_of_means(rows, points, means)
-    write_table(out / SWEEP_CSV, rows)
-    if fronts and not seeds:
-        labels = {p.name: p.label or p.name for p in points}
-        pareto.write_front_plots(rows, [labels[r["run"]] for r in rows], out, options.objective)
+    rows, means, warnings = write_results(out, points, options.objective, seeds, fronts, ci)
     wall = time.perf_counter() - tic
     description.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_time_s=wall, **cluster)
     for entry in description["runs"]:
@@ -229,6 +184,69 @@ def run_sweep(
             "Run the same sweep again to retry them."
         )
     return SweepResult(out, rows, status, wall, [a.key for a in axes], means, warnings)
+
+
+def write_results(out: Path, points, objective, seeds, fronts: bool, ci: str):
+    """sweep.csv (with seeds: aggregate.csv/json, and each run marked by its point's mean)
+    and the Pareto plots; (rows, means over seeds, their warnings)."""
+    rows = combined_rows(out, points, objective, mark=not seeds)
+    means, warnings = [], []
+    if seeds:
+        written = write_seed_aggregate(out, points, objective, fronts, ci)
+        means, warnings = written.rows, written.warnings
+        rows = marks_of_means(rows, points, means)
+    write_table(out / SWEEP_CSV, rows)
+    if fronts and not seeds:
+        labels = {p.name: p.label or p.name for p in points}
+        pareto.write_front_plots(rows, [labels[r["run"]] for r in rows], out, objective)
+    return rows, means, warnings
+
+
+def sweep_description(scenario, sets: list[str], axes, points, options: SweepOptions) -> dict:
+    """sweep.json as the sweep starts: what was asked, how it runs, and its runs."""
+    return {
+        "fedjoule_version": __version__,
+        "scenario": str(scenario),
+        "set": sets,
+        "grid": {a.key: list(a.values) for a in axes},
+        "backend": options.backend,
+        "address": options.address,
+        "workers": options.workers,
+        "threads_per_run": options.threads_per_run,
+        "device": options.device,
+        "pareto_accuracy": options.objective.accuracy,
+        "pareto_to_target": options.objective.to_target,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "finished": None,
+        "runs": [
+            {"name": p.name, "label": p.label, "folder": f"{RUNS}/{p.name}", "values": p.values}
+            for p in points
+        ],
+    }
+
+
+def sweep_jobs(scenario, out: Path, points, states: dict, options, tracking_parent) -> list:
+    """A Job for each run not done yet: a new one carries its scenario, a partial one
+    resumes from its folder's."""
+    jobs = []
+    for p in points:
+        folder, state = run_folder(out, p), states[p.name]
+        if state == DONE:
+            continue
+        scenario_data = None if state == PARTIAL else p.scenario.model_dump(mode="json")
+        jobs.append(
+            Job(
+                p.name,
+                str(folder),
+                scenario_data,
+                options.threads_per_run,
+                options.device,
+                options.data_dir,
+                job_allowance(scenario),
+                tracking_parent,
+            )
+        )
+    return jobs
 
 
 def state_lines(

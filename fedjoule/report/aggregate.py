@@ -12,6 +12,7 @@ import numpy as np
 from scipy import stats
 
 from fedjoule.planning import pareto
+from fedjoule.planning.grid import point_label
 from fedjoule.report import figures
 from fedjoule.report.results import read_rounds, write_json
 from fedjoule.report.table import write_table
@@ -198,8 +199,6 @@ def few_seeds_warnings(groups: list[SeedGroup], names: list[str], method: str = 
 def group_label(values: dict[str, str]) -> str:
     """A seed group's label: its grid point's label without the seed ("all": no other
     value)."""
-    from fedjoule.planning.grid import point_label
-
     return point_label({k: v for k, v in values.items() if k != "seed"}) or "all"
 
 

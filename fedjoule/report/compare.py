@@ -21,6 +21,7 @@ from fedjoule.report.plots import ACCURACY_AXES, accuracy_x  # noqa: E402
 from fedjoule.report.results import read_rounds  # noqa: E402
 from fedjoule.report.table import write_table  # noqa: E402
 from fedjoule.report.terminal import FittedTable
+from fedjoule.scenarios.yaml_reader import parse_yaml
 
 REPORT_CSV = "report.csv"
 
@@ -145,8 +146,6 @@ def grid_values(paths: list[Path]) -> dict[Path, dict[str, str]]:
 def seed_groups(dirs: list[Path], labels: list[str]) -> list[aggregate.SeedGroup]:
     """The runs grouped by their scenario without its seed (scenario.yaml): a group of
     several is one experiment repeated over seeds; labelled by its first run's label."""
-    from fedjoule.scenarios.yaml_reader import parse_yaml
-
     groups: dict[str, aggregate.SeedGroup] = {}
     for d, label in zip(dirs, labels, strict=True):
         raw = parse_yaml((d / "scenario.yaml").read_text(), str(d / "scenario.yaml"))

@@ -32,9 +32,17 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import NullLocator  # noqa: E402
+from matplotlib.font_manager import FontProperties
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    MaxNLocator,
+    NullLocator,  # noqa: E402
+)
+from matplotlib.transforms import Bbox
 
 from fedjoule.errors import FedjouleError  # noqa: E402
+from fedjoule.scenarios.yaml_reader import parse_yaml
 from fedjoule.storage import save_figure  # noqa: E402
 
 ALLOWED_FORMATS = ("png", "pdf", "svg")
@@ -194,8 +202,6 @@ def plot_style(style):
 
 
 def _points(size) -> float:
-    from matplotlib.font_manager import FontProperties
-
     return FontProperties(size=size).get_size_in_points()
 
 
@@ -328,8 +334,6 @@ class PlotContext:
         folder = Path(folder)
         name = algorithm = metric = value = protocol = None
         try:
-            from fedjoule.scenarios.yaml_reader import parse_yaml
-
             raw = parse_yaml((folder / "scenario.yaml").read_text(), "scenario.yaml")
             name = raw.get("name")
             algorithm = (raw.get("algorithm") or {}).get("name")
@@ -459,7 +463,6 @@ def log_axis_if_spans(ax, values: Iterable[float], axis: str = "x", decades: flo
     if spans_decades(values, decades):
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
         return True
-    from matplotlib.ticker import MaxNLocator
 
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_locator(MaxNLocator(nbins=5))
     return False
@@ -493,8 +496,6 @@ def time_axis(ax, values_s: Iterable[float], label: str = "simulated time", axis
     span reads best in, that unit), or, where the times span two decades, (seconds, "s")
     on a log axis whose ticks are round durations each in its own unit (1 s, 1 min, 1 h,
     1 day)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter
-
     values_s = [float(v) for v in values_s]
     set_label = ax.set_xlabel if axis == "x" else ax.set_ylabel
     if spans_decades(values_s):
@@ -530,8 +531,6 @@ def log_value_ticks(ax, low: float, high: float, axis: str = "y", least: int = 3
     """Labelled ticks of a log axis showing [low, high]: the decades where at least `least`
     of them lie inside, else 1, 2, 5 x 10^k, else 1..9 x 10^k, each written as a plain
     number (0.5, 2, 20), so that the axis never has a single labelled tick; returns them."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter
-
     first, last = math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1
     ticks: list[float] = []
     for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
@@ -551,8 +550,6 @@ def log_value_ticks(ax, low: float, high: float, axis: str = "y", least: int = 3
 
 
 def integer_ticks(ax, axis: str = "x") -> None:
-    from matplotlib.ticker import MaxNLocator
-
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
 
 
@@ -641,8 +638,6 @@ def place_labels(ax, xs, ys, texts, fontsize: float = 7, color="black", avoid=()
     placed and no point and stays inside the axes, or else the offset with the least
     overlap (`avoid`: other points (x, y) no label should cover); call after the axes'
     limits and layout are final."""
-    from matplotlib.transforms import Bbox
-
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)

@@ -24,6 +24,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from fedjoule.algorithms.options import AlgorithmConfig
+from fedjoule.algorithms.registry import section_model_or_none
 from fedjoule.datafile import utf8_text
 from fedjoule.errors import FedjouleError, did_you_mean
 from fedjoule.plugins import relative_to, scenario_trust
@@ -211,8 +213,6 @@ def split_unknown(raw: dict) -> tuple[dict, dict[tuple, tuple[type[BaseModel], l
     """`raw` without its unknown keys (copies only the mappings that had some), and the
     unknown keys of each section: {key path of the section: (its model, [keys])}. Checking
     them here, once per section, keeps 200,000 unknown keys from making 200,000 errors."""
-    from fedjoule.algorithms.registry import section_model_or_none
-
     unknown: dict[tuple, tuple[type[BaseModel], list]] = {}
 
     def visit(model: type[BaseModel], data: dict, loc: tuple) -> dict:
@@ -408,9 +408,6 @@ def _section_of(annotation) -> tuple[type[BaseModel] | None, bool]:
 def _clean_loc(loc, raw=None) -> tuple[tuple, type[BaseModel] | None]:
     """An error location as the user's key path (pydantic's union member tags dropped), and
     the model holding its last part (for the names allowed next to an unknown field)."""
-    from fedjoule.algorithms.base import AlgorithmConfig
-    from fedjoule.algorithms.registry import section_model_or_none
-
     out: list = []
     model: type[BaseModel] | None = Scenario
     item_model: type[BaseModel] | None = None

@@ -30,12 +30,22 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from fedjoule.algorithms.base import AlgorithmConfig
-from fedjoule.algorithms.fedavg import FedAvgConfig
-from fedjoule.algorithms.registry import AlgorithmSection, PluginSource
+from fedjoule.algorithms.options import AlgorithmConfig, FedAvgConfig
+from fedjoule.algorithms.registry import (
+    AlgorithmSection,
+    PluginSource,
+    algorithm_class,
+    section_model,
+)
+from fedjoule.channel.trace import PACKAGE_PREFIX, load_section, trace_path
+from fedjoule.devices.dvfs import cpu_power_w, freq_range_hz, out_of_table, training_cluster
+from fedjoule.devices.fedscale import check_file, is_fedscale_file
+from fedjoule.devices.library import merged_class, unknown_profile_message
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError, Unchecked, load_spec, plugin_dirs
 from fedjoule.simulator import protocols
+from fedjoule.tracking.registry import tracker_class
+from fedjoule.tracking.session import check_tracking_folder
 
 # Upper bounds (see each field's description for why).
 MAX_CLIENTS = 10_000_000  # the system engine ran 1,000,000 devices in 1 GB; 10x that fits
@@ -165,8 +175,6 @@ def _exists(path: Path) -> bool:
 def _data_file(value: str | None) -> str | None:
     """A data file field (a trace) as the absolute path _found resolves it to, relative to
     the scenario file's folder, then the working one; a packaged `package:NAME` unchanged."""
-    from fedjoule.channel.trace import PACKAGE_PREFIX
-
     if value is None or value.startswith(PACKAGE_PREFIX):
         return value
     return str(_found(value))
@@ -534,8 +542,6 @@ def _compute_figures(v) -> Iterator[tuple[str, str]]:
 def _dvfs_frequency(v) -> Iterator[tuple[str, str]]:
     """The frequencies a class runs at lie in its dvfs table; a measured class run below
     the top speed has its CPU's power there inside its measured power."""
-    from fedjoule.devices.dvfs import cpu_power_w, freq_range_hz, out_of_table
-
     kind, table, fixed = v.compute, v.dvfs, v.cpu_freq_hz
     if fixed is not None and kind not in ("cpu", "measured"):
         yield "cpu_freq_hz", f"cpu_freq_hz applies to compute: cpu or measured, not {kind}"
@@ -572,8 +578,6 @@ def raw_with_profile(data, strict: bool):
     """A raw device class with its profile's values merged under its own fields
     (fedjoule.devices.library.merged_class). strict: an unknown profile is an error
     listing the available ones; otherwise the class is returned unchanged."""
-    from fedjoule.devices.library import merged_class, unknown_profile_message
-
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str):
         return data
     try:
@@ -775,8 +779,6 @@ def _dvfs_choice(v) -> Iterator[tuple[str, str]]:
     if v.cluster is not None and v.cluster >= len(v.clusters):
         yield "cluster", f"cluster {v.cluster} is not in the table ({len(v.clusters)} clusters)"
         return
-    from fedjoule.devices.dvfs import training_cluster
-
     cores = v.clusters[training_cluster(v)].cores
     if v.cores_used is not None and v.cores_used > cores:
         yield "cores_used", f"cores_used {v.cores_used} exceeds the cluster's {cores} cores"
@@ -993,10 +995,6 @@ class CapacityTraceSection(Section):
 
     @model_validator(mode="after")
     def _readable(self):
-        from fedjoule.channel.trace import trace_path
-        from fedjoule.devices.fedscale import check_file
-        from fedjoule.errors import FedjouleError
-
         try:
             check_file(trace_path(self.file), "capacity")
         except FedjouleError as exc:
@@ -1084,9 +1082,6 @@ class LinkTraces(Section):
     def _readable(self):
         """Read each series now, so that `fedjoule validate` names a bad file's first bad
         row."""
-        from fedjoule.channel.trace import load_section
-        from fedjoule.errors import FedjouleError
-
         for side in ("uplink", "downlink"):
             if getattr(self, side) is not None:
                 try:
@@ -1301,10 +1296,6 @@ def _trace(v) -> Iterator[tuple[str, str]]:
     if v.kind == "trace" and not v.trace_file:
         yield "trace_file", "availability.kind=trace needs availability.trace_file"
     if v.kind == "trace" and v.trace_file:
-        from fedjoule.channel.trace import trace_path
-        from fedjoule.devices.fedscale import check_file, is_fedscale_file
-        from fedjoule.errors import FedjouleError
-
         try:
             path = trace_path(v.trace_file)
             fedscale = is_fedscale_file(path)
@@ -1631,8 +1622,6 @@ class TrackingSection(Section):
     def _writable_folder(self):
         """An absolute folder is checked here, by validate as by run (a relative one, under
         the run's folder, by run before it makes that folder)."""
-        from fedjoule.tracking.session import check_tracking_folder
-
         try:
             check_tracking_folder(self, None)
         except FedjouleError as exc:
@@ -1642,8 +1631,6 @@ class TrackingSection(Section):
 
     @model_validator(mode="after")
     def _resolve_backends(self):
-        from fedjoule.tracking.registry import tracker_class
-
         seen, sources = set(), {}
         for name in self.backends:
             if name in seen:
@@ -1776,8 +1763,6 @@ def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
 
 def _plugin_reason(section) -> str | None:
     """Why a plug-in algorithm cannot run outside sync rounds (None: it can)."""
-    from fedjoule.algorithms.registry import algorithm_class
-
     try:
         cls, _ = algorithm_class(section)
     except Exception:  # noqa: BLE001 - the algorithm section reports its own problem
@@ -1978,8 +1963,6 @@ class CompressionSection(Section):
 
 
 def _compression_algorithm(v) -> Iterator[tuple[str, str]]:
-    from fedjoule.algorithms.registry import algorithm_class, section_model
-
     section = v.compression
     directions = [d for d in ("uplink", "downlink") if getattr(section, d).kind != "none"]
     if not directions:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import pickle
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,34 @@ import numpy as np
 from fedjoule import __version__
 from fedjoule.datafile import open_data_file
 from fedjoule.errors import FedjouleError
+from fedjoule.plugins import file_sha256
+from fedjoule.scenarios.loading import read_source, resolve_data
 from fedjoule.storage import replace_atomically
 
 FORMAT = "fedjoule-checkpoint/4"  # 3: running statistics (batch norm); 4: radio states
 NAME = "checkpoint.pt"
+
+
+@dataclass
+class Progress:
+    """What a run has accumulated; saved in every checkpoint."""
+
+    next_round: int = 0
+    sim_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    cumulative_energy_j: float = 0.0
+    metrics: dict = field(default_factory=dict)  # last evaluation
+    best_accuracy: float = math.nan
+    rounds_to_target: int | None = None
+    energy_to_target_j: float | None = None
+    time_to_target_s: float | None = None
+    # the sum over rounds of the slowest arrived client's computation (rounds.csv
+    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
+    compute_time_s: float = 0.0
+    compute_time_to_target_s: float | None = None
+    diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
+    diverged_reason: str | None = None
+    end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
 
 
 def scenario_sha256(scenario_data: dict) -> str:
@@ -36,7 +61,7 @@ def scenario_sha256(scenario_data: dict) -> str:
 def plain(value: Any) -> Any:
     """`value` with numpy arrays as tensors and numpy scalars as Python numbers, so that
     `torch.load(weights_only=True)` can read it back."""
-    import torch
+    import torch  # deferred: torch (sweep and report read run folders without it)
 
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(value))
@@ -62,7 +87,7 @@ def save_checkpoint(
     """Write the checkpoint atomically (temporary file, fsync, rename, folder fsync).
     `scenario_file_sha256`: of the run folder's scenario.yaml as written, checked on
     resume before the file is read (check_scenario_file)."""
-    import torch
+    import torch  # deferred: torch (sweep and report read run folders without it)
 
     payload = {
         "format": FORMAT,
@@ -81,7 +106,7 @@ def read_checkpoint(path: Path, mmap: bool = False) -> dict:
     """A checkpoint's content, loaded as data only; anything else is a FedjouleError.
     `mmap`: tensors are mapped from the file, not read (to look at a checkpoint, e.g. a
     sweep restart checking its runs)."""
-    import torch
+    import torch  # deferred: torch (sweep and report read run folders without it)
 
     path = Path(path)
     open_data_file(path, "checkpoint", "weights").close()  # a regular file: no FIFO, no device
@@ -107,9 +132,6 @@ def check_scenario_file(saved: dict, path: Path, scenario_file: Path) -> None:
     """Before a resumed run reads its scenario.yaml (which may name plug-in code): the file
     must be the one the run wrote, byte for byte (its SHA-256 in the checkpoint), or, for
     a checkpoint without that hash, hold the checkpoint's scenario as plain YAML data."""
-    from fedjoule.plugins import file_sha256
-    from fedjoule.scenarios.loading import read_source
-
     recorded = saved.get("scenario_file_sha256")
     if recorded is not None and file_sha256(scenario_file) == recorded:
         return
@@ -154,8 +176,6 @@ def scenario_differences(written: dict, scenario_data: dict, folder: Path) -> li
     none when they differ only by fields added since (a `protocol` or `tracking` section,
     a radio's measured range) that are at today's defaults. Only `scenario_data`'s own
     content is validated again, so nothing the written copy alone names is loaded."""
-    from fedjoule.scenarios.loading import resolve_data
-
     if written == scenario_data:
         return []
     shared = keys_of_written(scenario_data, written)

@@ -29,6 +29,7 @@ from fedjoule.algorithms.learning import (
     aggregate_buffers,
     fabricate,
     keep_client_state,
+    model_is_finite,
     train_clients,
 )
 from fedjoule.energy_kinds import (  # noqa: F401 - engine's names, kept public
@@ -387,13 +388,6 @@ class Simulation(RoundKernel):
             **({} if self.protocol is None else self.protocol.summary()),
         }
         return {k: finite_or_none(v) for k, v in summary.items()}
-
-
-def model_is_finite(state: dict) -> bool:
-    """No NaN or inf in the global model. Only the model: other server state may hold NaN
-    on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
-    model in the next aggregation."""
-    return bool(torch.isfinite(state["w"]).all())
 
 
 def divergence_reason(training, r: int, lr: float, cause: str) -> str:

@@ -40,6 +40,7 @@ from fedjoule.devices.radio import (
     promotion_phases,
 )
 from fedjoule.devices.radio_range import RangeTally
+from fedjoule.simulator.client import _span
 
 
 class RadioBank:
@@ -92,7 +93,7 @@ class RadioBank:
         return out
 
     def state_dict(self) -> dict:
-        import torch
+        import torch  # deferred: torch (the numpy system engine runs without it)
 
         return {
             "tail_end_s": torch.from_numpy(self.tail_end_s.copy()),
@@ -252,6 +253,4 @@ class ClientRadio:
 
 
 def _add_span(record, kind, start_s, end_s, energy_j, ok=True) -> None:
-    from fedjoule.simulator.client import _span
-
     _span(record, kind, start_s, end_s, energy_j, ok=ok)

@@ -32,7 +32,7 @@ steps vectorised over the clients (its own copy of steps 1, 2, 5 and 7).
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -40,6 +40,7 @@ import simpy
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
+from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.round_rules import (
@@ -52,28 +53,6 @@ from fedjoule.simulator.round_rules import (
     select_clients,
 )
 from fedjoule.simulator.transfers import play_clients
-
-
-@dataclass
-class Progress:
-    """What a run has accumulated; saved in every checkpoint."""
-
-    next_round: int = 0
-    sim_time_s: float = 0.0
-    wall_time_s: float = 0.0
-    cumulative_energy_j: float = 0.0
-    metrics: dict = field(default_factory=dict)  # last evaluation
-    best_accuracy: float = math.nan
-    rounds_to_target: int | None = None
-    energy_to_target_j: float | None = None
-    time_to_target_s: float | None = None
-    # the sum over rounds of the slowest arrived client's computation (rounds.csv
-    # max_compute_time_s), and that sum when the target was reached (the TACO paper's metric)
-    compute_time_s: float = 0.0
-    compute_time_to_target_s: float | None = None
-    diverged_at_round: int | None = None  # the round whose model or loss became NaN/inf
-    diverged_reason: str | None = None
-    end_of_run_tail_energy_j: float | None = None  # the tails running at the end (None: not yet)
 
 
 @dataclass

@@ -7,9 +7,10 @@ import math
 import numpy as np
 
 from fedjoule import rng
+from fedjoule.algorithms.learning import round_lr  # noqa: F401 - the rules' names
 from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.simulator.client import ClientRecord
-from fedjoule.simulator.transfers import overcommit_count
+from fedjoule.simulator.transfers import arrivals_kept, overcommit_count  # noqa: F401
 
 PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # Bernoulli participation redraws while nobody takes part (FedDyn/FedDC code), at most
@@ -88,23 +89,3 @@ def bernoulli_participants(
         first = min(max(first, 0), n - 1)
     rest = first + 1 + np.flatnonzero(gen.random(n - first - 1) < p)
     return candidates[np.concatenate([[first], rest]).astype(int)]
-
-
-def round_lr(training, r: int) -> float:
-    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
-    training with it diverges, which the round reports)."""
-    try:
-        return training.lr * training.lr_decay**r
-    except OverflowError:
-        return math.inf
-
-
-def arrivals_kept(scenario, n_selected: int) -> int:
-    """The arrivals the server waits for (step 4): clients_per_round with fixed
-    participation, so over-committed clients beyond them are stopped and discarded;
-    every drawn client with bernoulli participation, unless round.overcommit > 1 asks for
-    over-commit (then the first clients_per_round arrivals are kept)."""
-    training = scenario.training
-    if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
-        return n_selected
-    return training.clients_per_round

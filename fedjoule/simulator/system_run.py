@@ -25,7 +25,7 @@ from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.vector_radio import RadioBatteryStop
-from fedjoule.storage import replace_atomically, write_text_atomically
+from fedjoule.storage import AppendLog, replace_atomically, write_text_atomically
 
 ENGINES = ("auto", "numpy", "simpy")
 
@@ -139,8 +139,8 @@ def run_system(
 
 
 def _simpy_recorder(sim, out: Path, rounds_file: RoundsFile, on_round):
+    # deferred: matplotlib (validate --no-train and the numpy engine draw nothing)
     from fedjoule.report.timeline import events_text, plot_timeline
-    from fedjoule.storage import AppendLog
 
     scenario = sim.world.scenario
     events = AppendLog(out / "events.jsonl")

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedjoule.algorithms.compression import payload_bits
+from fedjoule.algorithms.learning import dry_count
 from fedjoule.algorithms.registry import algorithm_class
-from fedjoule.algorithms.work import dry_count, vector_work
+from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
 from fedjoule.devices.population import Population, sample_population, step_costs
@@ -101,9 +102,10 @@ def gradients_of_round(world: SystemWorld, r: int) -> list[int]:
 def model_size(scenario: Scenario) -> tuple[int, float]:
     """Parameters and forward FLOPs per sample of the scenario's model, from the template and
     the dataset's known input shape (no data)."""
+    # deferred: torch (only to count the model's parameters and FLOPs)
     import torch
 
-    from fedjoule.models import build_model
+    from fedjoule.models import build_model  # deferred: torch
 
     shape, classes = dataset_shape(scenario.dataset)
     model, _ = build_model(scenario.model, shape, classes, scenario.seed)

@@ -389,6 +389,17 @@ def overcommit_count(clients_per_round: int, factor: float) -> int:
     return math.ceil(factor * clients_per_round - 1e-9)  # 1e-9: 1.3 * 10 is 13.000000000000002
 
 
+def arrivals_kept(scenario, n_selected: int) -> int:
+    """The arrivals the server waits for (step 4): clients_per_round with fixed
+    participation, so over-committed clients beyond them are stopped and discarded;
+    every drawn client with bernoulli participation, unless round.overcommit > 1 asks for
+    over-commit (then the first clients_per_round arrivals are kept)."""
+    training = scenario.training
+    if training.participation == "bernoulli" and not scenario.round.overcommit > 1:
+        return n_selected
+    return training.clients_per_round
+
+
 def _stop_after_first(keep: int, records: list[ClientRecord], processes: list) -> None:
     """Over-commit (Bonawitz et al., MLSys 2019): once `keep` updates arrived, stop the rest."""
     arrivals = []

@@ -24,6 +24,7 @@ from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
+from fedjoule.channel.trace import trace_path
 from fedjoule.data.federated import FederatedData, build_federated_data
 from fedjoule.devices.availability import (
     AlwaysOn,
@@ -32,6 +33,7 @@ from fedjoule.devices.availability import (
     MarkovOnOff,
     TraceReplay,
 )
+from fedjoule.devices.fedscale import BehaviourReplay, is_fedscale_file
 from fedjoule.devices.population import Population, sample_population, step_costs
 from fedjoule.errors import FedjouleError
 from fedjoule.models import build_model
@@ -104,9 +106,6 @@ def build_availability(section, n_clients: int, seed: int):
             n_clients,
         )
     if section.kind == "trace":
-        from fedjoule.channel.trace import trace_path
-        from fedjoule.devices.fedscale import BehaviourReplay, is_fedscale_file
-
         path = trace_path(section.trace_file)
         if is_fedscale_file(path):  # FedScale's behaviour trace format
             return BehaviourReplay(path, n_clients)

@@ -24,13 +24,13 @@ class MlflowTracker(Tracker):
 
     def _client(self):
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-        from mlflow import MlflowClient
+        from mlflow import MlflowClient  # deferred: MLflow (optional tracker)
 
         self.uri = (self.folder / "mlruns").resolve().as_uri()
         return MlflowClient(tracking_uri=self.uri)
 
     def start(self, name, params: Params, parent, resumed, first_round) -> dict:
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # deferred: MLflow (optional tracker)
 
         self.client = self._client()
         self.logged: set[tuple[str, int]] = set()  # (metric, step) the store holds
@@ -64,7 +64,7 @@ class MlflowTracker(Tracker):
         return {"run_id": self.run_id, "experiment_id": self.experiment_id}
 
     def _metrics(self, values: dict, step: int) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: MLflow (optional tracker)
 
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, step) for k, v in values.items()]

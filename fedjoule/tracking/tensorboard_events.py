@@ -24,8 +24,9 @@ class TensorBoardTracker(Tracker):
     extra = "tensorboard"
 
     def start(self, name, params: Params, parent, resumed, first_round) -> dict:
+        # deferred: TensorBoard (optional tracker)
         from torch.utils.tensorboard import SummaryWriter
-        from torch.utils.tensorboard.summary import hparams
+        from torch.utils.tensorboard.summary import hparams  # deferred: TensorBoard
 
         base = Path(parent["folder"]) if parent else self.folder / "tensorboard"
         self.dir = base / name
@@ -59,7 +60,7 @@ class TensorBoardTracker(Tracker):
             self.writer.add_scalar(f"summary/{key}", value, self.last_step)
 
     def log_artifacts(self, files) -> None:
-        import matplotlib.image
+        import matplotlib.image  # deferred: matplotlib (only to read the plots it logs)
 
         for file in files:
             if Path(file).suffix.lower() == ".png":

@@ -44,7 +44,7 @@ class WandbTracker(Tracker):
     def start(self, name, params: Params, parent, resumed, first_round) -> dict:
         for key, value in ENVIRONMENT.items():
             os.environ[key] = value
-        import wandb
+        import wandb  # deferred: W&B (optional tracker)
 
         self.folder.mkdir(parents=True, exist_ok=True)
         run_id = resumed["id"] if resumed else uuid.uuid4().hex[:12]
@@ -87,7 +87,7 @@ class WandbTracker(Tracker):
             self.run.summary[f"summary/{key}"] = value
 
     def log_artifacts(self, files) -> None:
-        import wandb
+        import wandb  # deferred: W&B (optional tracker)
 
         images = {
             f"plots/{Path(f).stem}": wandb.Image(str(f))

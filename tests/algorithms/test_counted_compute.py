@@ -13,9 +13,13 @@ import torch
 from fedjoule.algorithms.base import RoundSetup
 from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.algorithms.executor import SequentialExecutor, VectorisedExecutor
-from fedjoule.algorithms.learning import aggregate_arrived, keep_client_state, train_clients
+from fedjoule.algorithms.learning import (
+    aggregate_arrived,
+    dry_count,
+    keep_client_state,
+    train_clients,
+)
 from fedjoule.algorithms.registry import ALGORITHMS, build_algorithm
-from fedjoule.algorithms.work import dry_count
 from fedjoule.report.results import read_rounds
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.run import run_scenario

@@ -135,7 +135,9 @@ def test_the_cli_prints_the_totals_and_the_warning_in_yellow(tmp_path, monkeypat
     recorded = Console(record=True, force_terminal=True, width=400)
     monkeypatch.setattr(cli_views, "errors", recorded)
     sets = [a for s in ["model.name=mlp", *TIGHT] for a in ("--set", s)]
-    args = ["run", "--no-train", "-q", "--set", "population.size=2000", *sets]
+    # (default-theory: the measured phones of `default` also warn of downloads faster than
+    # their radios' measured range)
+    args = ["run", "default-theory", "--no-train", "-q", "--set", "population.size=2000", *sets]
     assert invoke([*args, "--out", str(tmp_path / "tight")]) == 0
     out = capsys.readouterr().out
     assert "rounds_failed" in out and "dropped_deadline" in out and "selected_total" in out

@@ -12,6 +12,8 @@ resume replays the system timeline (no training: it does not depend on the model
 time 0 up to the saved version, then takes the learning state from the checkpoint.
 """
 
+import importlib
+
 from fedjoule.simulator.protocols.asynchronous import (
     ASYNC,
     BUFFERED,
@@ -81,6 +83,5 @@ __all__ = [
 def __getattr__(name: str):
     if name not in _SERVERS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # deferred: the servers import torch (see _SERVERS)
-
+    # loaded on first use: the servers import torch (see _SERVERS)
     return getattr(importlib.import_module(f"{__name__}.{_SERVERS[name]}"), name)

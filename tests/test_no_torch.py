@@ -1,0 +1,37 @@
+"""The commands that train nothing import no torch (issue 27): real commands, run one
+after another in a fresh interpreter, each followed by whether torch is loaded."""
+
+import subprocess
+import sys
+
+# each command line (tab-separated words) as `python -m fedjoule.cli WORDS`, then one line:
+# its name, whether torch is loaded, its exit code
+PROBE = """
+import runpy, sys
+for words in sys.argv[1:]:
+    sys.argv = ["fedjoule", *words.split("\\t")]
+    try:
+        runpy.run_module("fedjoule.cli", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    print(f"\\n{words.split()[0]}: torch loaded {'torch' in sys.modules}, exit code {code}")
+"""
+COMMANDS = [["--help"], ["scenarios"], ["profiles"], ["profiles", "nbiot-sensor"]]
+# Not yet: validate --no-train, run --no-train and capacity build the system-only world,
+# which builds the model to count its parameters and FLOPs and counts an algorithm's
+# gradient evaluations by training a toy problem (simulator/system_world.py), and the
+# engines import torch at the top (simulator/engine.py).
+
+
+def test_the_commands_that_train_nothing_import_no_torch(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *("\t".join(c) for c in COMMANDS)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if ": torch loaded " in line]
+    assert said == [f"{c[0]}: torch loaded False, exit code 0" for c in COMMANDS]
