@@ -168,92 +168,108 @@ def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: 
     """TDMA (channels=1) or OFDMA (channels=R): `channels` sub-bands of bandwidth_hz /
     channels, granted first come first served; a failed attempt queues again behind those
     waiting; a stopped client leaves the queue or frees its sub-band at once."""
-    n = len(c.join_s)
-    out = _empty_result(n)
-    share_hz = bandwidth_hz / channels
-    spent_j = np.zeros(n)  # energy since joining (radio only: waiting costs nothing)
-    free = channels
-    queue: list[int] = []  # FIFO of waiting clients
-    # (time, rank, sequence, kind, client, token); at one instant finishes come before stops
-    events: list = []
-    sequence = 0
-    sending = {}  # client -> (start_s, rate_bps, token)
-    token_of = np.zeros(n, dtype=int)
-    for i in np.argsort(c.join_s, kind="stable"):
-        events.append((float(c.join_s[i]), 1, sequence, "request", int(i), 0))
-        sequence += 1
-        if c.kill_s[i] < math.inf:
-            events.append((float(c.kill_s[i]), 2, sequence, "kill", int(i), 0))
-            sequence += 1
-    heapq.heapify(events)
-    running = np.ones(n, dtype=bool)
+    return _Queue(c, bits, bandwidth_hz / channels, channels).run()
 
-    def push(time_s, kind, i, token=0):
-        nonlocal sequence
-        heapq.heappush(events, (time_s, 0 if kind == "finish" else 2, sequence, kind, i, token))
-        sequence += 1
 
-    def grant(i, now):
-        nonlocal free
-        free -= 1
-        rate = float(c.rate_bps(np.array([i]), np.array([out.attempts[i] - 1]), share_hz)[0])
-        token_of[i] += 1
-        sending[i] = (now, rate, token_of[i])
-        end_s = now + bits / rate if rate > 0 else math.inf
-        push(end_s, "finish", i, token_of[i])
+class _Queue:
+    """The sub-bands of queued_uplink and the clients waiting for them, played event by
+    event: (time, rank, sequence, kind, client, token), at one instant finishes before
+    requests before stops; a token tells a client's current attempt from ended ones."""
+
+    def __init__(self, c: UplinkClients, bits: float, share_hz: float, channels: int):
+        n = len(c.join_s)
+        self.c, self.bits, self.share_hz, self.free = c, bits, share_hz, channels
+        self.out = _empty_result(n)
+        self.spent_j = np.zeros(n)  # energy since joining (radio only: waiting costs nothing)
+        self.queue: list[int] = []  # FIFO of waiting clients
+        self.sending: dict = {}  # client -> (start_s, rate_bps, token)
+        self.token_of = np.zeros(n, dtype=int)
+        self.running = np.ones(n, dtype=bool)
+        self.events: list = []
+        self.sequence = 0
+        for i in np.argsort(c.join_s, kind="stable"):
+            self.events.append((float(c.join_s[i]), 1, self.sequence, "request", int(i), 0))
+            self.sequence += 1
+            if c.kill_s[i] < math.inf:
+                self.events.append((float(c.kill_s[i]), 2, self.sequence, "kill", int(i), 0))
+                self.sequence += 1
+        heapq.heapify(self.events)
+
+    def run(self):
+        while self.events:
+            now, _, _, kind, i, token = heapq.heappop(self.events)
+            if not self.running[i]:
+                continue
+            if kind == "request":
+                self.out.attempts[i] += 1  # counted when asked for, as the SimPy client does
+                self.request(i, now)
+            elif kind == "kill":
+                self.stop(i, now, self.c.kill_cause[i])
+            elif token == self.token_of[i] and kind == "battery":
+                self.stop(i, now, "battery")
+            elif token == self.token_of[i]:  # finish of the current attempt
+                self.finish(i, now)
+        return self.out
+
+    def push(self, time_s, kind, i, token=0):
+        rank = 0 if kind == "finish" else 2
+        heapq.heappush(self.events, (time_s, rank, self.sequence, kind, i, token))
+        self.sequence += 1
+
+    def request(self, i, now):
+        if self.free and not self.queue:
+            self.grant(i, now)
+        else:
+            self.queue.append(i)
+
+    def grant(self, i, now):
+        """Client i sends on a free sub-band from `now`: its finish, and the instant its
+        battery budget would run out while sending if that comes first."""
+        c = self.c
+        self.free -= 1
+        attempt = np.array([self.out.attempts[i] - 1])
+        rate = float(c.rate_bps(np.array([i]), attempt, self.share_hz)[0])
+        self.token_of[i] += 1
+        self.sending[i] = (now, rate, self.token_of[i])
+        end_s = now + self.bits / rate if rate > 0 else math.inf
+        self.push(end_s, "finish", i, self.token_of[i])
         hit_s = math.inf  # the budget runs out at now + left / p while sending
         if math.isfinite(c.budget_j[i]) and c.tx_power_w[i] > 0:
-            hit_s = now + max(0.0, c.budget_j[i] - spent_j[i]) / c.tx_power_w[i]
+            hit_s = now + max(0.0, c.budget_j[i] - self.spent_j[i]) / c.tx_power_w[i]
         if hit_s < end_s:
-            push(hit_s, "battery", i, token_of[i])
+            self.push(hit_s, "battery", i, self.token_of[i])
 
-    def release(now):
-        nonlocal free
-        free += 1
-        while free and queue:
-            grant(queue.pop(0), now)
+    def release(self, now):
+        self.free += 1
+        while self.free and self.queue:
+            self.grant(self.queue.pop(0), now)
 
-    def stop(i, now, cause):
-        running[i] = False
-        out.end_s[i], out.outcome[i] = now, cause
-        if i in sending:
-            start_s, rate, _ = sending.pop(i)
+    def stop(self, i, now, cause):
+        self.running[i] = False
+        self.out.end_s[i], self.out.outcome[i] = now, cause
+        if i in self.sending:
+            start_s, rate, _ = self.sending.pop(i)
             airtime_s = now - start_s
-            _attempt_ended(out, c, i, min(bits, rate * airtime_s), airtime_s)
-            token_of[i] += 1
-            release(now)
-        elif i in queue:
-            queue.remove(i)
+            _attempt_ended(self.out, self.c, i, min(self.bits, rate * airtime_s), airtime_s)
+            self.token_of[i] += 1
+            self.release(now)
+        elif i in self.queue:
+            self.queue.remove(i)
 
-    while events:
-        now, _, _, kind, i, token = heapq.heappop(events)
-        if not running[i]:
-            continue
-        if kind == "request":
-            out.attempts[i] += 1  # counted when asked for, as the SimPy client counts it
-            if free and not queue:
-                grant(i, now)
-            else:
-                queue.append(i)
-        elif kind == "kill":
-            stop(i, now, c.kill_cause[i])
-        elif token == token_of[i] and kind == "battery":
-            stop(i, now, "battery")
-        elif token == token_of[i]:  # finish of the current attempt
-            start_s, _, _ = sending.pop(i)
-            airtime_s = now - start_s
-            _attempt_ended(out, c, i, bits, airtime_s)
-            spent_j[i] += c.tx_power_w[i] * airtime_s
-            token_of[i] += 1
-            release(now)
-            if out.attempts[i] < c.n_attempts[i]:  # queue again, behind those waiting
-                out.attempts[i] += 1
-                if free and not queue:
-                    grant(i, now)
-                else:
-                    queue.append(i)
-            else:
-                running[i] = False
-                out.end_s[i] = now
-                out.outcome[i] = UPLOADED if c.succeeds[i] else "outage"
-    return out
+    def finish(self, i, now):
+        """Client i's attempt ends: the sub-band goes to the next waiting; i queues again
+        for its next attempt, or is done."""
+        c, out = self.c, self.out
+        start_s, _, _ = self.sending.pop(i)
+        airtime_s = now - start_s
+        _attempt_ended(out, c, i, self.bits, airtime_s)
+        self.spent_j[i] += c.tx_power_w[i] * airtime_s
+        self.token_of[i] += 1
+        self.release(now)
+        if out.attempts[i] < c.n_attempts[i]:  # queue again, behind those waiting
+            out.attempts[i] += 1
+            self.request(i, now)
+        else:
+            self.running[i] = False
+            out.end_s[i] = now
+            out.outcome[i] = UPLOADED if c.succeeds[i] else "outage"

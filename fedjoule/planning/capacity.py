@@ -413,73 +413,26 @@ def plan_capacity(
     `energy_budget_j`, both at `quantile`. `rounds` None: default_rounds per candidate.
     `seeds`: one plan per seed (the scenario with that seed, its own world); `world` is
     used for the scenario's own seed when given."""
-    if search not in SEARCHES:
-        raise FedjouleError(f"--search {search!r}: allowed: {', '.join(SEARCHES)}")
-    if over not in OVER:
-        raise FedjouleError(f"--over {over!r}: allowed: {', '.join(OVER)}")
-    if not 0 < quantile <= 1:
-        raise FedjouleError(f"--quantile {quantile}: must be in (0, 1]")
-    if rounds is not None and rounds < 1:
-        raise FedjouleError(f"--rounds {rounds}: must be at least 1")
-    for option, limit in (("--deadline-s", deadline_s), ("--energy-budget-j", energy_budget_j)):
-        if limit is not None and not (math.isfinite(limit) and limit > 0):
-            raise FedjouleError(
-                f"{option} {limit}: a limit must be a positive finite number (leave it out "
-                "for no limit)"
-            )
+    check_options(search, over, quantile, rounds, deadline_s, energy_budget_j)
     deadline_s = scenario.round.deadline_s if deadline_s is None else deadline_s
     if search != "none" and deadline_s is None and energy_budget_j is None:
         raise FedjouleError(
             f"--search {search} needs a limit: --deadline-s (or round.deadline_s in the "
             "scenario) and/or --energy-budget-j"
         )
-    time_field = TIME_FIELD[over]
-
-    def meets(f: dict) -> bool:
-        def within(value, limit) -> bool:
-            return limit is None or (value is not None and value <= limit)
-
-        return within(f[time_field], deadline_s) and within(f["device_energy_j"], energy_budget_j)
-
-    plans = []
-    for seed in seeds if seeds is not None else [scenario.seed]:
-        seeded = scenario.model_copy(update={"seed": seed})
-        own = world if world is not None and seed == world.scenario.seed else None
-        plans.append(SeedPlan(seed, seeded, own or build_system_world(seeded)))
-
     if search == "concurrency" and scenario.protocol.kind not in ("async", "buffered"):
         raise FedjouleError(
             f"--search concurrency needs protocol.kind async or buffered (the scenario has "
             f"{scenario.protocol.kind})"
         )
-    if search == "uplink_bandwidth_hz":
-        own_value = float(scenario.channel.uplink_bandwidth_hz)
-    elif search == "concurrency":
-        own_value = int(concurrency_of(scenario)["concurrency"])
-    else:
-        own_value = int(scenario.training.clients_per_round)
-    key = {"uplink_bandwidth_hz": "bandwidth_hz", "concurrency": "concurrency"}.get(
-        search, "clients_per_round"
-    )
-
-    def run(plan: SeedPlan, value) -> dict:
-        if value not in plan.figures:
-            candidate = variant(plan.scenario, **{key: value})
-            m = candidate.training.clients_per_round
-            r = default_rounds(quantile, over, m) if rounds is None else rounds
-            # its run is r rounds: the radio tails still running after them follow
-            # energy.end_of_run_tail (so the rows' energy is the same on both engines)
-            training = candidate.training.model_copy(update={"rounds": r})
-            candidate = candidate.model_copy(update={"training": training})
-            figures = evaluate(plan.world, candidate, r, quantile)
-            observations = figures["arrivals"] if over == "clients" else r
-            figures["tail_observations"] = math.floor(round((1 - quantile) * observations, 9))
-            figures["meets"] = meets(figures)
-            plan.figures[value] = figures
-            if on_step:
-                on_step({"seed": plan.seed, **figures})
-        return plan.figures[value]
-
+    plans = []
+    for seed in seeds if seeds is not None else [scenario.seed]:
+        seeded = scenario.model_copy(update={"seed": seed})
+        own = world if world is not None and seed == world.scenario.seed else None
+        plans.append(SeedPlan(seed, seeded, own or build_system_world(seeded)))
+    limits = Limits(TIME_FIELD[over], deadline_s, energy_budget_j)
+    run = Candidates(search, quantile, over, rounds, limits, on_step).figures
+    own_value = searched_value(scenario, search)
     for plan in plans:
         run(plan, own_value)  # the scenario's own figures
         if search in LARGEST:
@@ -494,9 +447,90 @@ def plan_capacity(
         for plan in plans:
             for value in union:
                 run(plan, value)
+    meets = limits.met
     settings = plan_settings(search, deadline_s, energy_budget_j, quantile, over, rounds, seeds)
     plan = assemble(plans, search, own_value, meets, settings)
     return {**plan, **engine_notice(scenario, [f for p in plans for f in p.figures.values()])}
+
+
+def check_options(search, over, quantile, rounds, deadline_s, energy_budget_j) -> None:
+    """capacity's options, each refused with its allowed values."""
+    if search not in SEARCHES:
+        raise FedjouleError(f"--search {search!r}: allowed: {', '.join(SEARCHES)}")
+    if over not in OVER:
+        raise FedjouleError(f"--over {over!r}: allowed: {', '.join(OVER)}")
+    if not 0 < quantile <= 1:
+        raise FedjouleError(f"--quantile {quantile}: must be in (0, 1]")
+    if rounds is not None and rounds < 1:
+        raise FedjouleError(f"--rounds {rounds}: must be at least 1")
+    for option, limit in (("--deadline-s", deadline_s), ("--energy-budget-j", energy_budget_j)):
+        if limit is not None and not (math.isfinite(limit) and limit > 0):
+            raise FedjouleError(
+                f"{option} {limit}: a limit must be a positive finite number (leave it out "
+                "for no limit)"
+            )
+
+
+def searched_value(scenario: Scenario, search: str):
+    """The scenario's own value of the searched quantity."""
+    if search == "uplink_bandwidth_hz":
+        return float(scenario.channel.uplink_bandwidth_hz)
+    if search == "concurrency":
+        return int(concurrency_of(scenario)["concurrency"])
+    return int(scenario.training.clients_per_round)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What a candidate must meet: its time statistic within the deadline, its device
+    energy within the budget (None: no limit)."""
+
+    time_field: str
+    deadline_s: float | None
+    energy_budget_j: float | None
+
+    def met(self, f: dict) -> bool:
+        def within(value, limit) -> bool:
+            return limit is None or (value is not None and value <= limit)
+
+        return within(f[self.time_field], self.deadline_s) and within(
+            f["device_energy_j"], self.energy_budget_j
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """A candidate value's figures on a seed's plan, computed once (plan.figures)."""
+
+    search: str
+    quantile: float
+    over: str
+    rounds: int | None
+    limits: Limits
+    on_step: Callable[[dict], None] | None
+
+    def figures(self, plan: SeedPlan, value) -> dict:
+        if value not in plan.figures:
+            key = {"uplink_bandwidth_hz": "bandwidth_hz", "concurrency": "concurrency"}.get(
+                self.search, "clients_per_round"
+            )
+            candidate = variant(plan.scenario, **{key: value})
+            m = candidate.training.clients_per_round
+            r = default_rounds(self.quantile, self.over, m) if self.rounds is None else self.rounds
+            # its run is r rounds: the radio tails still running after them follow
+            # energy.end_of_run_tail (so the rows' energy is the same on both engines)
+            training = candidate.training.model_copy(update={"rounds": r})
+            candidate = candidate.model_copy(update={"training": training})
+            figures = evaluate(plan.world, candidate, r, self.quantile)
+            observations = figures["arrivals"] if self.over == "clients" else r
+            figures["tail_observations"] = math.floor(
+                round((1 - self.quantile) * observations, 9)
+            )
+            figures["meets"] = self.limits.met(figures)
+            plan.figures[value] = figures
+            if self.on_step:
+                self.on_step({"seed": plan.seed, **figures})
+        return plan.figures[value]
 
 
 def engine_notice(scenario: Scenario, figures: list[dict]) -> dict:

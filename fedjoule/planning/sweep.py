@@ -142,9 +142,7 @@ def run_sweep(
     write_json(out / SWEEP_JSON, description)
     parent = None
     if tracking_parent is None:
-        hyper = {"scenario": str(scenario), "set": str(sets)}
-        hyper.update({f"grid.{a.key}": str(list(a.values)) for a in axes})
-        parent = start_parent(points[0].scenario.tracking, out, out.name, hyper)
+        parent = sweep_parent(out, scenario, sets, axes, points)
         tracking_parent = parent.context() if parent else None
     jobs = sweep_jobs(scenario, out, points, states, options, tracking_parent)
     status = {name: "skipped" for name, state in states.items() if state == DONE}
@@ -184,6 +182,14 @@ def run_sweep(
             "Run the same sweep again to retry them."
         )
     return SweepResult(out, rows, status, wall, [a.key for a in axes], means, warnings)
+
+
+def sweep_parent(out: Path, scenario, sets: list[str], axes, points):
+    """The sweep's own parent tracked run when its scenario tracks, else None
+    (tracking/session.py)."""
+    hyper = {"scenario": str(scenario), "set": str(sets)}
+    hyper.update({f"grid.{a.key}": str(list(a.values)) for a in axes})
+    return start_parent(points[0].scenario.tracking, out, out.name, hyper)
 
 
 def write_results(out: Path, points, objective, seeds, fronts: bool, ci: str):
