@@ -249,7 +249,7 @@ def add_kinds(kinds_j: dict, row: dict) -> None:
 def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quantile: float):
     """evaluate's figures from the SimPy engine without training, for a protocol: per
     server version its duration, per client update its time from dispatch to arrival
-    and its energy (simulator/protocols.py)."""
+    and its energy (simulator/protocols/)."""
     sim = SimpySystemSimulation(with_scenario(world, scenario))
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)

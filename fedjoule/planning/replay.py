@@ -22,10 +22,9 @@ from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.schema import Scenario
-from fedjoule.simulator.engine import PROBE_LOSS_BITS, arrivals_kept
+from fedjoule.simulator.round_rules import PROBE_LOSS_BITS
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
-from fedjoule.simulator.transfers import play_clients
 
 
 @dataclass
@@ -96,38 +95,30 @@ class ReplaySimulation(SimpySystemSimulation):
             if rec.outcome != "arrived":
                 self.violations.append(f"round {r}: client {rec.client} dropped ({rec.outcome})")
 
-    def play_round(self, env: simpy.Environment, r: int):
-        scenario = self.world.scenario
-        row = yield from self.open_round(env, r)
-        start_s = row["sim_time_start_s"]
-        sets = self.rounds.get(r, RoundSets())
-        self._eligible(start_s, r, sets.selected, "training")
-        selected = np.asarray(sets.selected, dtype=int)
-        row.update(online=len(self.online_clients(start_s, r)), selected=len(selected))
-        if len(selected) == 0:
-            yield env.timeout(scenario.round.idle_wait_s)
-            return self._close_row(row, env.now, [], failed=True)
+    def who_takes_part(self, time_s: float, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Steps 1 and 2 (simulator/round.py): the recorded training set, checked eligible."""
+        wanted = self.rounds.get(r, RoundSets()).selected
+        self._eligible(time_s, r, wanted, "training")
+        return self.online_clients(time_s, r), np.asarray(wanted, dtype=int)
 
-        keep = arrivals_kept(scenario, len(selected))
-        records = yield from play_clients(
-            env, self, r, start_s, selected, keep, self.training_costs
-        )
+    def transfer(self, env: simpy.Environment, r: int, allocation, backhaul=True):
+        """Step 5, each drop a violation."""
+        records = yield from super().transfer(env, r, allocation, backhaul)
         self._arrived(r, records)
-        failed = sum(rec.outcome == "arrived" for rec in records) < scenario.round.min_clients
-        probe_records = []
-        if self.needs_probe and not failed and sets.probed:
-            probe_records = yield from self.probe_replay(env, r, sets.probed)
-        if scenario.round.server_time_s:
-            yield env.timeout(scenario.round.server_time_s)
-        return self._close_row(row, env.now, records, failed, probe_records)
+        return records
+
+    def probe_step(self, env: simpy.Environment, r: int, played, row: dict):
+        """After step 6, the recorded probe set (when the algorithm probes)."""
+        probed = self.rounds.get(r, RoundSets()).probed
+        if not self.needs_probe or played.failed or not probed:
+            return []
+        return (yield from self.probe_replay(env, r, probed))
 
     def probe_replay(self, env: simpy.Environment, r: int, probed: list[int]):
         """engine.Simulation.probe's transfers for the recorded probe set."""
         self._eligible(env.now, r, probed, "probe")
         clients = np.asarray(probed, dtype=int)
-        records = yield from play_clients(
-            env, self, r, env.now, clients, len(clients), self.probe_costs
-        )
+        records = yield from self.probe_transfer(env, r, clients)
         self._arrived(r, records)
         return records
 

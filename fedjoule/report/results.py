@@ -18,6 +18,7 @@ import numpy as np
 from fedjoule.devices.radio import theory_radio_note
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.report.table import cell
+from fedjoule.simulator import protocols
 from fedjoule.storage import AppendLog, write_text_atomically
 
 ROUND_COLUMNS = [
@@ -281,12 +282,7 @@ def _percent(part: float, whole: float) -> str:
 
 # What a rounds.csv row (training.rounds, rounds_completed, rounds_to_target) counts
 # under each protocol.kind (docs/protocols.md#what-the-files-say)
-ROUND_COUNTS = {
-    "sync": "rounds (one aggregation of the round's arrived updates each)",
-    "async": "server versions (one per aggregated update: every arrival)",
-    "buffered": "server versions (one per buffer of protocol.buffer_size updates)",
-    "hierarchical": "cloud rounds (one cloud aggregation of protocol.edge_rounds edge rounds)",
-}
+ROUND_COUNTS = {kind: d.round_counts for kind, d in protocols.DECLARATIONS.items()}
 
 
 def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:

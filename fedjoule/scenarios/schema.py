@@ -43,6 +43,7 @@ from fedjoule.devices.fedscale import check_file, is_fedscale_file
 from fedjoule.devices.library import merged_class, unknown_profile_message
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError, Unchecked, load_spec, plugin_dirs
+from fedjoule.simulator import protocols
 from fedjoule.tracking.registry import tracker_class
 from fedjoule.tracking.session import check_tracking_folder
 
@@ -1652,22 +1653,12 @@ class TrackingSection(Section):
         return self
 
 
-# Which fields of the protocol section each kind reads (the others must stay none).
-PROTOCOL_FIELDS = {
-    "sync": (),
-    "async": ("concurrency", "mixing", "staleness", "staleness_a", "staleness_b"),
-    "buffered": (
-        "concurrency", "buffer_size", "server_lr", "staleness", "staleness_a", "staleness_b"
-    ),
-    "hierarchical": ("edge_rounds", "backhaul_energy_j_per_bit"),
-}
-
-
 def _protocol_fields(v) -> Iterator[tuple[str, str]]:
-    used = PROTOCOL_FIELDS[v.kind]
-    for name in sorted({f for fields in PROTOCOL_FIELDS.values() for f in fields} - set(used)):
+    fields_of = protocols.PROTOCOL_FIELDS  # which fields each kind reads (others stay none)
+    used = fields_of[v.kind]
+    for name in sorted({f for fields in fields_of.values() for f in fields} - set(used)):
         if getattr(v, name) is not None:
-            kinds = [k for k, fields in PROTOCOL_FIELDS.items() if name in fields]
+            kinds = [k for k, fields in fields_of.items() if name in fields]
             yield (
                 name,
                 f"{name} applies to kind {' or '.join(kinds)}, not to kind {v.kind} "
@@ -1679,7 +1670,7 @@ class ProtocolSection(Section):
     """How the server dispatches and aggregates (docs/protocols.md); default sync rounds.
     Fields a kind does not read stay null; null fields a kind reads take the defaults named."""
 
-    kind: Literal["sync", "async", "buffered", "hierarchical"] = Field(
+    kind: Literal[protocols.KINDS] = Field(
         "sync",
         description="sync: rounds (the rest of this file); async: FedAsync (Xie, Koyejo, "
         "Gupta 2019), the server mixes each arriving model in; buffered: FedBuff (Nguyen et "
@@ -1747,32 +1738,7 @@ class ProtocolSection(Section):
         value = getattr(self, name)
         if value is not None:
             return value
-        if name == "staleness_a":
-            return 10.0 if self.value("staleness") == "hinge" else 0.5
-        return PROTOCOL_DEFAULTS[name]
-
-
-PROTOCOL_DEFAULTS = {
-    "mixing": 0.6,
-    "staleness": "polynomial",
-    "staleness_b": 4.0,
-    "server_lr": 1.0,
-    "edge_rounds": 2,
-    "backhaul_energy_j_per_bit": 0.0,
-}
-# algorithms whose server or client state assumes synchronous rounds: their reason
-SYNC_ONLY = {
-    "scaffold": "its control variates assume every update starts from the current model",
-    "feddyn": "its server state h and client gradients assume synchronous rounds",
-    "feddc": "its drift variables assume synchronous rounds",
-    "taco": "its per-client correction weights are computed over a synchronous round",
-    "drfa": "it needs a loss-probe set and a snapshot round",
-    "drdm": "it needs a loss-probe set each round",
-    "foolsgold": "it compares the updates of one round with each other",
-    "stem": "its server momentum assumes synchronous rounds",
-    "fedacg": "its server momentum is broadcast to synchronous rounds",
-}
-HIERARCHICAL_TOO = ("scaffold", "feddyn")  # state at the edges, mean at the cloud
+        return protocols.default(self, name)
 
 
 def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
@@ -1782,13 +1748,12 @@ def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
     algorithm = getattr(algorithm, "_data", algorithm)  # the raw view of a file with problems
     raw = isinstance(algorithm, dict)
     name = algorithm.get("name", "fedavg") if raw else algorithm.name
-    reason = SYNC_ONLY.get(name)
-    if reason is None and name not in ("fedavg", "fedprox") and not raw:
+    declared = protocols.DECLARATIONS[kind]  # (the algorithms it runs, why not the others)
+    reason = declared.refused.get(name)
+    if reason is None and name not in declared.algorithms and not raw:
         reason = _plugin_reason(algorithm)
-    if reason and not (kind == "hierarchical" and name in HIERARCHICAL_TOO):
-        allowed = "fedavg, fedprox, scaffold, feddyn" if kind == "hierarchical" else (
-            "fedavg, fedprox"
-        )
+    if reason:
+        allowed = ", ".join(declared.algorithms)
         yield (
             "protocol.kind",
             f"protocol.kind={kind} does not run algorithm.name={name}: {reason}; allowed: "

@@ -1,10 +1,11 @@
-"""The run: a SimPy server process plays the rounds (docs/round.md).
+"""The run with learning: the round kernel's steps (simulator/round.py, docs/round.md) with
+a model: training, aggregation, the loss probe and evaluation.
 
-Each round: who is online -> selection -> all selected clients train in one vectorised
-call -> per-client SimPy processes (downlink, compute, uplink on the shared medium)
-until all arrived or were dropped -> aggregation of the arrivals -> ledger, evaluation,
-and a row appended to rounds.csv. After every round a checkpoint is written, so an
-interrupted run resumes where it stopped and produces the same files.
+Each round: who is online -> selection -> allocation -> all selected clients train in one
+vectorised call -> per-client SimPy processes (downlink, compute, uplink on the shared
+medium) until all arrived or were dropped -> aggregation of the arrivals -> ledger,
+evaluation, and a row appended to rounds.csv. After every round a checkpoint is written,
+so an interrupted run resumes where it stopped and produces the same files.
 
 Divergence: when the global model holds a NaN or inf after aggregation, or an
 evaluation's loss is NaN or inf, the round's row gets `diverged` = 1 (and is evaluated
@@ -13,8 +14,7 @@ and the likely cause (`diverged_at_round`, `diverged_reason`).
 """
 
 import math
-import time
-from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import simpy
@@ -30,110 +30,56 @@ from fedjoule.algorithms.learning import (
     fabricate,
     keep_client_state,
     model_is_finite,
-    round_lr,
     train_clients,
 )
-from fedjoule.algorithms.work import local_work
-from fedjoule.devices.battery import charge, eligible_mask
-from fedjoule.energy_kinds import DEVICE_FIELDS, END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
+from fedjoule.energy_kinds import (  # noqa: F401 - engine's names, kept public
+    DEVICE_FIELDS,
+    END_OF_RUN_TAIL,
+    ENERGY_FIELDS,
+    with_total,
+)
 from fedjoule.errors import FedjouleError
 from fedjoule.report.results import finite_or_none
-from fedjoule.simulator import protocols
-from fedjoule.simulator.checkpoint import Progress
-from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
+from fedjoule.simulator.protocols.server import make_protocol
 from fedjoule.simulator.radio_states import RadioBank
-from fedjoule.simulator.transfers import arrivals_kept, overcommit_count, play_clients
+from fedjoule.simulator.round import Allocation, Played, Progress, RoundKernel
+from fedjoule.simulator.round_rules import (  # noqa: F401 - engine's names, kept public
+    BERNOULLI_DRAWS,
+    BERNOULLI_REDRAWS,
+    LEDGER_FIELDS,
+    PROBE_LOSS_BITS,
+    SUMMED,
+    arrivals_kept,
+    bernoulli_participants,
+    cell_columns,
+    round_lr,
+    select_clients,
+    selection_size,
+)
 from fedjoule.simulator.world import World
 
-PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
-# Bernoulli participation redraws while nobody takes part (FedDyn/FedDC code), at most
-# this many times and this many random numbers in all; past that it samples the same law
-# (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
-BERNOULLI_REDRAWS = 10_000
-BERNOULLI_DRAWS = 10_000_000
-LEDGER_FIELDS = ("selected", "arrived", *DEVICE_FIELDS)
-SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
+
+class Trained(NamedTuple):
+    """Step 4 of a round (simulator/round.py): the selected clients' ids, the round's setup,
+    the freeloader mask, the running statistics they started from and the LocalResult."""
+
+    ids: torch.Tensor
+    setup: RoundSetup
+    freeloaders: torch.Tensor
+    start_buffers: torch.Tensor | None
+    result: object
 
 
-def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
-    """Per-cell selected and arrived counts, ';'-joined (one number per cell)."""
-    selected, arrived = np.zeros(n_cells, dtype=int), np.zeros(n_cells, dtype=int)
-    for rec in records:
-        selected[rec.cell] += 1
-        arrived[rec.cell] += rec.outcome == "arrived"
-    return {
-        "selected_per_cell": ";".join(map(str, selected)),
-        "arrived_per_cell": ";".join(map(str, arrived)),
-    }
+class Simulation(RoundKernel):
+    """The state of one run between rounds: server/algorithm state, ledger, batteries; the
+    round kernel's steps with learning (train, aggregate, probe, evaluate)."""
 
-
-def select_clients(
-    candidates: np.ndarray, scenario, r: int, weights: np.ndarray | None = None, key=()
-) -> np.ndarray:
-    """Step 2 of a round (both engines): ceil(overcommit m) clients among the candidates,
-    uniformly or in proportion to `weights` over all N clients (DRFA's lambda; 0 excludes,
-    as TACO's expelled); or, with bernoulli participation, each with probability p.
-    `key`: more stream keys (an edge server's cell)."""
-    training = scenario.training
-    gen = rng.stream(scenario.seed, "selection", r, *key)
-    if weights is not None:
-        weights = weights[candidates]
-        candidates, weights = candidates[weights > 0], weights[weights > 0]
-    if len(candidates) == 0:
-        return candidates
-    if training.participation == "bernoulli":
-        return bernoulli_participants(candidates, training.participation_prob, gen)
-    m = selection_size(training.clients_per_round, scenario.round.overcommit, len(candidates))
-    p = None if weights is None else weights / weights.sum()
-    return np.sort(gen.choice(candidates, m, replace=False, p=p))
-
-
-def selection_size(clients_per_round: int, overcommit: float, n_candidates: int) -> int:
-    """min(ceil(f m), candidates), also for an infinite or huge over-commit factor f."""
-    if not overcommit * clients_per_round < n_candidates:  # inf, nan or at least all
-        return n_candidates
-    return min(overcommit_count(clients_per_round, overcommit), n_candidates)
-
-
-def bernoulli_participants(
-    candidates: np.ndarray, p: float, gen: np.random.Generator
-) -> np.ndarray:
-    """Each candidate takes part with probability p, redrawn while nobody does (the
-    FedDyn/FedDC code). The redraws are bounded: after BERNOULLI_REDRAWS draws (fewer for
-    large candidate sets: BERNOULLI_DRAWS random numbers in all) the same law, the draw
-    conditioned on somebody taking part, is sampled directly: the first participant from a
-    geometric law truncated to the candidates, the ones after it independently with p.
-    The bound is far beyond what usual settings reach (p = 0.01 over 10 candidates
-    needs more than 10,000 redraws with probability e^-1000), so their draws are unchanged."""
-    n = len(candidates)
-    for _ in range(max(1, min(BERNOULLI_REDRAWS, BERNOULLI_DRAWS // n))):
-        chosen = candidates[gen.random(n) < p]
-        if len(chosen):
-            return chosen
-    # P(first = j | somebody) = (1-p)^j p / (1 - (1-p)^n): inverse CDF, in logs for tiny p
-    log_q = math.log1p(-p) if p < 1 else -math.inf
-    if log_q == -math.inf:
-        first = 0
-    elif log_q == 0:  # p below float resolution: the limit law, uniform
-        first = int(gen.integers(n))
-    else:
-        u = gen.random()
-        first = math.floor(math.log1p(u * math.expm1(n * log_q)) / log_q)
-        first = min(max(first, 0), n - 1)
-    rest = first + 1 + np.flatnonzero(gen.random(n - first - 1) < p)
-    return candidates[np.concatenate([[first], rest]).astype(int)]
-
-
-class Simulation:
-    """The state of one run between rounds: server/algorithm state, ledger, batteries."""
-
-    divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
-    protocol = None  # simulator/protocols.py: None for sync rounds
+    learns = True
 
     def __init__(self, world: World, state_memory_bytes: float | None = None, spill_path=None):
         """`state_memory_bytes`: client-state rows kept in memory before spilling to
         `spill_path` (None: never spill)."""
-        self.world = world
+        super().__init__(world)
         n = world.population.size
         self.state = world.algorithm.init_state(world.w0)
         compression = world.compressor.state_names(world.algorithm) if world.compressor else ()
@@ -149,82 +95,80 @@ class Simulation:
         self.buffers = world.b0.clone()
         local = world.scenario.model.batch_norm_stats == "local" and world.b0.numel()
         self.client_buffers = world.b0.expand(n, -1).clone() if local else None
-        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
-        self.battery_j = world.population.battery_initial_j.copy()
-        self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
-        self.progress = Progress()
-        self.last_records: list[ClientRecord] = []
-        self.outside_records: list[ClientRecord] = []
-        # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
-        self.sinr_db: dict[int, list[float]] = {}
         self.step_gradients: list[int] = []  # this round's gradient evaluations per step
-        self.protocol = protocols.make(self)  # None: sync rounds
+        self.protocol = make_protocol(self)  # None: sync rounds
 
-    # ------------------------------------------------------------------ the story of a round
-    def open_round(self, env: simpy.Environment, r: int):
-        """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
-        start its rounds.csv row (a SimPy process body, used with `yield from`)."""
-        scenario = self.world.scenario
-        if scenario.round.interval_s:
-            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        return {"round": r, "sim_time_start_s": env.now, "lr": round_lr(scenario.training, r)}
+    # ------------------------------------------------------------------ the learning steps
+    def model(self) -> dict:
+        """What a sync round trains from: the server's state."""
+        return self.state
 
-    def play_round(self, env: simpy.Environment, r: int):
-        """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
-        if self.protocol is not None:  # hierarchical: a cloud round
-            return (yield from self.protocol.play_round(env, r))
-        world, scenario = self.world, self.world.scenario
-        row = yield from self.open_round(env, r)
-        start_s, lr = row["sim_time_start_s"], row["lr"]
+    def selection_weights(self) -> np.ndarray | None:
+        """The algorithm's selection weights (DRFA's lambda; 0 excludes, TACO's expelled)."""
+        weights = self.world.algorithm.selection_weights(self.state)
+        return None if weights is None else weights.cpu().numpy().astype(float)
 
-        # 1. availability and 2. selection
-        online = self.online_clients(start_s, r)
-        selected = self.select(online, r)
-        row.update(online=len(online), selected=len(selected))
-        if len(selected) == 0:  # nobody to train: the server waits and tries again
-            yield env.timeout(scenario.round.idle_wait_s)
-            return self._close_row(row, env.now, [], failed=True)
+    def train(self, model: dict, allocation: Allocation, r: int, lr: float) -> Trained:
+        """Step 4 from `model` (round.py)."""
+        return self.train_selected(model, allocation.clients, r, lr, allocation.local_steps)
 
-        # 3. learning: every selected client's local steps in one executor call
-        ids, setup, freeloaders, buffers, result = self.train_selected(self.state, selected, r, lr)
-
-        # 4. the clients' processes: downlink, compute, uplink on the shared medium
-        keep = arrivals_kept(scenario, len(selected))
-        records = yield from play_clients(
-            env, self, r, start_s, selected, keep, self.training_costs
-        )
-
-        # 5. aggregation of the uploads that arrived; too few arrivals: a failed round
-        arrived = torch.tensor([rec.outcome == "arrived" for rec in records])
-        trained = torch.tensor([rec.trained for rec in records]) & ~freeloaders
-        keep_client_state(self.store, result, trained)
+    def keep(self, trained: Trained | None, records: list | None) -> None:
+        """The client state (and own running statistics) of the clients that trained: those
+        whose `records` say so (None: all), freeloaders aside."""
+        if trained is None:
+            return
+        if records is None:
+            done = torch.ones(len(trained.ids), dtype=torch.bool)
+        else:
+            done = torch.tensor([rec.trained for rec in records])
+        kept = done & ~trained.freeloaders
+        keep_client_state(self.store, trained.result, kept)
         if self.client_buffers is not None:
-            self.client_buffers[ids[trained]] = result.buffers[trained.to(buffers.device)]
-        failed = int(arrived.sum()) < scenario.round.min_clients
-        if not failed:
-            previous = self.state["w"]
-            self.state = aggregate_arrived(world.algorithm, self.state, result, arrived)
-            samples = world.algorithm.client_samples
-            self.buffers = aggregate_buffers(self.buffers, result, arrived, samples)
-            self.last_update = self.state["w"] - previous
-            if not model_is_finite(self.state):
-                row["diverged"] = 1
-                self.divergence_cause = "the global model"
-        probe_records = []
-        if world.algorithm.needs_probe and not failed and not row.get("diverged"):
-            probe_records = yield from self.probe(env, r, setup, row)
-            row["probed"] = sum(rec.outcome == "arrived" for rec in probe_records)
-        if scenario.round.server_time_s:
-            yield env.timeout(scenario.round.server_time_s)
-        return self._close_row(row, env.now, records, failed, probe_records)
+            device = trained.start_buffers.device
+            self.client_buffers[trained.ids[kept]] = trained.result.buffers[kept.to(device)]
 
-    def train_selected(self, state: dict, selected: np.ndarray, r: int, lr: float):
-        """Step 3: the selected clients' local steps from `state` in one executor call
-        (stream index r); returns their ids, the setup, the freeloader mask, the running
-        statistics they started from and the LocalResult."""
+    def aggregated(self, state: dict, buffers, played: Played) -> tuple[dict, torch.Tensor]:
+        """Step 6 over `state` and `buffers`: the arrived uploads of `played` aggregated."""
+        arrived = torch.tensor([rec.outcome == "arrived" for rec in played.records])
+        result, algorithm = played.trained.result, self.world.algorithm
+        state = aggregate_arrived(algorithm, state, result, arrived)
+        return state, aggregate_buffers(buffers, result, arrived, algorithm.client_samples)
+
+    def aggregate(self, played: Played, row: dict) -> None:
+        """Step 6 of a sync round: the server's new state (round.py)."""
+        self.adopt(*self.aggregated(self.state, self.buffers, played), row)
+
+    def adopt(self, state: dict, buffers: torch.Tensor, row: dict) -> None:
+        """The server's new state and running statistics (the update kept for freeloaders);
+        a model with NaN/inf marks the row diverged."""
+        previous = self.state["w"]
+        self.state = state
+        self.buffers = buffers
+        self.last_update = self.state["w"] - previous
+        if not model_is_finite(self.state):
+            row["diverged"] = 1
+            self.divergence_cause = "the global model"
+
+    def probe_step(self, env: simpy.Environment, r: int, played: Played, row: dict):
+        """After the aggregation, DRFA/DRDM's loss probe (probe); returns its records."""
+        needs = self.world.algorithm.needs_probe
+        if not needs or played.failed or row.get("diverged"):
+            return []
+        records = yield from self.probe(env, r, played.trained.setup, row)
+        row["probed"] = sum(rec.outcome == "arrived" for rec in records)
+        return records
+
+    def count_gradients(self, per_step: list[int]) -> None:
+        """The gradient evaluations per step that training_costs charges, without training
+        (a protocol's replay of its timeline charges the counts the run had)."""
+        self.step_gradients = per_step
+
+    def train_selected(self, state: dict, selected: np.ndarray, r: int, lr: float, steps=None):
+        """Step 4: the selected clients' local steps (`steps`, None: the scenario's) from
+        `state` in one executor call (stream index r); returns Trained."""
         world, training, seed = self.world, self.world.scenario.training, self.world.scenario.seed
         ids = torch.as_tensor(selected)
-        steps = torch.as_tensor(world.client_steps[selected])
+        steps = torch.as_tensor(world.client_steps[selected] if steps is None else steps)
         # an lr or weight decay past the model's float range cannot be applied (torch
         # refuses such a scalar); the largest finite one diverges alike, and the row keeps
         # the lr asked for
@@ -250,7 +194,7 @@ class Simulation:
             world.compressor,
         )
         self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
-        return ids, setup, freeloaders, buffers, result
+        return Trained(ids, setup, freeloaders, buffers, result)
 
     def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:
         """The selected clients' running statistics (m, B) at the start of training: their
@@ -263,56 +207,6 @@ class Simulation:
 
     def buffers_or_none(self) -> torch.Tensor | None:
         return self.buffers if self.buffers.numel() else None
-
-    def online_clients(self, time_s: float, r: int) -> np.ndarray:
-        """Clients online now, with battery above their threshold (or charging)."""
-        world = self.world
-        online = world.availability.online_mask(time_s, r)
-        online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
-        return np.flatnonzero(online)
-
-    def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
-        """This round's clients among the candidates, with the algorithm's weights."""
-        weights = self.world.algorithm.selection_weights(self.state)
-        if weights is not None:
-            weights = weights.cpu().numpy().astype(float)
-        return select_clients(candidates, self.world.scenario, r, weights, key)
-
-    def probe_costs(self, k: int) -> dict:
-        """Client k's bits and computation in the loss probe: the probe model down, one
-        forward pass (about a third of a training step), the loss up."""
-        world, channel = self.world, self.world.scenario.channel
-        return {
-            "down_bits": world.n_params * channel.bits_per_param + channel.header_bits,  # raw
-            "compute_s": float(world.step_time_s[k]) / 3,
-            "compute_energy_j": float(world.step_energy_j[k]) / 3,
-            "up_bits": channel.header_bits + PROBE_LOSS_BITS,
-        }
-
-    def training_costs(self, k: int) -> dict:
-        """Client k's bits and computation in a training round (freeloaders compute nothing)."""
-        world = self.world
-        work = 0 if world.freeloader[k] else self.local_work(k)
-        return {
-            "down_bits": world.downlink_bits,
-            "compute_s": work * float(world.step_time_s[k]),
-            "compute_energy_j": work * float(world.step_energy_j[k]),
-            "up_bits": world.uplink_bits,
-        }
-
-    def local_work(self, k: int) -> float:
-        """Client k's computation this round in plain SGD steps: its steps' counted gradient
-        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
-        steps = int(self.world.client_steps[k])
-        return float(local_work(self.step_gradients, steps, self.world.vector_work))
-
-    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
-        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
-        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
-        if failed:
-            return 0.0
-        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
-        return flops / self.world.scenario.round.server_flops_per_s
 
     def fabricate(self, start: torch.Tensor) -> torch.Tensor:
         """A freeloader's upload, from the global model it received."""
@@ -331,9 +225,7 @@ class Simulation:
         clients = np.sort(gen.choice(online, m, replace=False)) if m else online
         if m == 0:
             return []
-        records = yield from play_clients(
-            env, self, r, env.now, clients, len(clients), self.probe_costs
-        )
+        records = yield from self.probe_transfer(env, r, clients)
         arrived = np.array([rec.outcome == "arrived" for rec in records])
         ids = clients[arrived]
         if len(ids):
@@ -357,125 +249,19 @@ class Simulation:
             )
         return records
 
-    # ------------------------------------------------------------------ bookkeeping
-    def _close_row(
-        self,
-        row: dict,
-        end_s: float,
-        records: list[ClientRecord],
-        failed: bool,
-        probe_records: list[ClientRecord] = (),
-    ):
-        """6. ledger: per-client energy into the ledger and batteries; round totals.
-        Participation counts come from the training set; energy and airtime from the
-        training and the probe set."""
-        self.last_records = [*records, *probe_records]  # for events.jsonl and the timeline
-        self.outside_records = []  # clients outside the round whose radio tails it charges
-        for rec in records:
-            self.ledger["selected"][rec.client] += 1
-            self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
-        spent = [*records, *probe_records]
-        for rec in spent:
-            k = rec.client
-            if rec.uplink_sinr:  # time-mean SINR of each transmission, in dB
-                log = self.__dict__.setdefault("sinr_db", {})  # (subclasses without it too)
-                log.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
-            for name in ENERGY_FIELDS:
-                self.ledger[name][k] += getattr(rec, name)
-            self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
-            if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
-                self.battery_j[k] = min(
-                    self.battery_j[k], self.world.population.battery_threshold_j[k]
-                )
-        # radio tails running outside the clients' processes, up to the round's end
-        tails_j = self.charge_tails(self.radios.settle(end_s))
-        self.radios.ranges.add_records(spent, self.radios.class_index)  # summary's warnings
-        world = self.world
-        # charging since the previous round ended (the wait between rounds included)
-        charge(
-            self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
-        )
-        outcomes = [rec.outcome for rec in records]
-        row.update(
-            sim_time_end_s=end_s,
-            arrived=outcomes.count("arrived"),
-            dropped=len(records) - outcomes.count("arrived"),
-            **{f"dropped_{cause}": outcomes.count(cause) for cause in DROP_CAUSES},
-            uplink_attempts=sum(rec.uplink_attempts for rec in records),
-            **cell_columns(records, world.topology.n_cells),
-            failed=int(failed),
-            downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
-            compute_time_s=sum(rec.compute_time_s for rec in spent),
-            max_compute_time_s=max(
-                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
-            ),
-            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
-        )
-        for name in SUMMED:
-            row[name] = float(sum(getattr(rec, name) for rec in spent))
-        row["energy_radio_tail_j"] += tails_j
-        return with_total(row)
-
-    def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
-        """Charge radio-tail stretches (client, start_s, end_s, energy_j), from
-        RadioBank.settle, to the ledger's `field` and the batteries, each as a `kind` span
-        (events.jsonl) of the client's record in this round, or of an "outside" record for
-        a client not in it. Returns their energy."""
-        records = {rec.client: rec for rec in [*self.last_records, *self.outside_records]}
-        total = 0.0
-        for k, start_s, end_s, energy_j in tails:
-            self.ledger[field][k] += energy_j
-            self.battery_j[k] = max(0.0, self.battery_j[k] - energy_j)
-            total += energy_j
-            if k not in records:
-                serving = self.world.cell.serving_cell
-                cell = 0 if serving is None else int(serving[k])
-                records[k] = ClientRecord(k, outcome="outside", cell=cell)
-                self.outside_records.append(records[k])
-            _span(records[k], kind, start_s, end_s, energy_j)
-        return total
-
-    def settle_between_rounds(self, row: dict) -> None:
-        """The radio tails after a round's end (radio_states.py): up to the next round's
-        start, r+1 x round.interval_s, charged to this row (a tail ending in the gap is
-        charged whole to the round it started in, whether or not its client is selected
-        again); after the last round, the tails still running, by energy.end_of_run_tail."""
-        if self.finished():
-            self.settle_end_of_run(row)
-            return
-        interval_s = self.world.scenario.round.interval_s
-        if not interval_s:
-            return
-        next_start_s = max((row["round"] + 1) * interval_s, row["sim_time_end_s"])
-        gap_j = self.charge_tails(self.radios.settle(next_start_s))
-        if gap_j:
-            row["energy_radio_tail_j"] += gap_j
-            with_total(row)
-
-    def settle_end_of_run(self, row: dict) -> None:
-        """The tails still running when the run ends, whole: charged to the last row's
-        energy_radio_tail_j (charge), reported in energy_end_of_run_tail_j outside the
-        rows' totals (separate), or not charged (drop); their energy is always recorded."""
-        policy = self.world.scenario.energy.end_of_run_tail
-        tails = self.radios.settle(math.inf)
-        self.progress.end_of_run_tail_energy_j = float(sum(e for *_, e in tails))
-        row[END_OF_RUN_TAIL] = 0.0
-        if policy == "charge":
-            row["energy_radio_tail_j"] += self.charge_tails(tails)
-            with_total(row)
-        elif policy == "separate":
-            row[END_OF_RUN_TAIL] = self.charge_tails(tails, END_OF_RUN_TAIL, "end_of_run_tail")
-
-    @property
-    def event_records(self) -> list[ClientRecord]:
-        """The records whose spans make the round's events.jsonl lines."""
-        return [*self.last_records, *self.outside_records]
+    def load_learning_state(self, saved: dict) -> None:
+        """A checkpoint's state (state_dict) with the radios' live state kept: a protocol's
+        replay reached the saved version, its replayed radios are the run's."""
+        radios = self.radios
+        self.radios = RadioBank.for_world(self.world)
+        self.load_state_dict(saved)
+        self.radios = radios
 
     def finish_round(self, row: dict, wall_s: float, evaluate: bool = True) -> dict:
         """Evaluation and the running summary after a round. A diverged round (its model
         NaN/inf, or its evaluation's loss) is evaluated, counts for neither the best
         accuracy nor the target, and is the last one played. `evaluate` False: no
-        evaluation (a protocol's replay of the timeline, simulator/protocols.py)."""
+        evaluation (a protocol's replay of the timeline, protocols/asynchronous_server.py)."""
         r, training, p = row["round"], self.world.scenario.training, self.progress
         p.compute_time_s += row["max_compute_time_s"]
         diverged = row.get("diverged", 0) == 1
@@ -504,19 +290,7 @@ class Simulation:
                 p.diverged_reason = divergence_reason(training, r, row["lr"], cause)
         row["diverged"] = int(diverged)
         row.update(self.detection_rates())
-        p.next_round = r + 1
-        self.settle_between_rounds(row)
-        p.cumulative_energy_j += row["energy_total_j"]
-        row["cumulative_energy_j"] = p.cumulative_energy_j
-        if reached:
-            p.energy_to_target_j = p.cumulative_energy_j
-            p.time_to_target_s = row["sim_time_end_s"]
-        p.sim_time_s = row["sim_time_end_s"]
-        p.wall_time_s += wall_s
-        row["wall_time_s"] = wall_s
-        if self.protocol is not None:
-            self.protocol.after_row(row)
-        return row
+        return self.book_row(row, wall_s, reached)
 
     def detection_rates(self) -> dict:
         """rounds.csv's detection columns, when the algorithm detects freeloaders (TACO):
@@ -546,30 +320,6 @@ class Simulation:
             "expelled_freeloaders": expelled - benign,
             **rates,
         }
-
-    def run(self, last_round: int, on_round: Callable[[dict], bool | None]) -> None:
-        """Play rounds next_round .. last_round-1 in one SimPy environment; `on_round`
-        returning False ends the run after that round."""
-        if self.protocol is not None and hasattr(self.protocol, "run"):  # async, buffered
-            self.protocol.run(last_round, on_round)
-            return
-        env = simpy.Environment(initial_time=self.progress.sim_time_s)
-
-        stop_at_target = self.world.scenario.training.stop_at_target
-
-        def server():
-            for r in range(self.progress.next_round, last_round):
-                if stop_at_target and self.progress.rounds_to_target is not None:
-                    break
-                if self.progress.diverged_at_round is not None:
-                    break
-                tic = time.perf_counter()
-                row = yield env.process(self.play_round(env, r))
-                if on_round(self.finish_round(row, time.perf_counter() - tic)) is False:
-                    break
-
-        # run until the server is done (stale medium timers may lie beyond it)
-        env.run(until=env.process(server()))
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
@@ -608,13 +358,6 @@ class Simulation:
             if "protocol" not in saved:
                 raise FedjouleError("the checkpoint holds no protocol state; start a new run")
             self.protocol.load_state_dict(saved["protocol"])
-
-    def finished(self) -> bool:
-        """All rounds played, the target reached with stop_at_target, or diverged."""
-        training = self.world.scenario.training
-        reached = training.stop_at_target and self.progress.rounds_to_target is not None
-        diverged = self.progress.diverged_at_round is not None
-        return reached or diverged or self.progress.next_round >= training.rounds
 
     def summary(self) -> dict:
         """summary.json: every number finite (NaN or inf, which JSON cannot hold, is None)."""

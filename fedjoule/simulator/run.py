@@ -135,7 +135,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tr
     scenario_data = scenario.model_dump(mode="json")
     budget = None if state_memory_mb is None else state_memory_mb * 2**20
     sim = Simulation(world, budget, out / "client_state.bin")
-    extra = () if sim.protocol is None else protocols.ROUND_COLUMNS
+    extra = protocols.DECLARATIONS[scenario.protocol.kind].round_columns
     rounds_file, events = RoundsFile(out / "rounds.csv", extra), AppendLog(out / EVENTS)
 
     scenario_file_sha256 = file_sha256(out / SCENARIO)
@@ -197,7 +197,7 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tr
         raise
 
     sim.store.close()
-    extra = () if sim.protocol is None else protocols.CLIENT_COLUMNS
+    extra = protocols.DECLARATIONS[scenario.protocol.kind].client_columns
     write_clients(out / "clients.csv", client_rows(sim), extra)
     summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
     summary["warnings"] += sim.radios.ranges.warnings()  # transfers above a measured range
@@ -218,6 +218,7 @@ def client_rows(sim: Simulation) -> list[dict]:
     share_hz = typical_bandwidth_hz(scenario, pop.size, world.cell.serving_cell)
     snr_db = mean_uplink_snr_db(scenario.channel, world.cell, pop.tx_power_w, share_hz)
     flagged = world.algorithm.detected(sim.state)
+    declared = protocols.DECLARATIONS[scenario.protocol.kind]  # its per-client counts
     cochannel = getattr(scenario.channel, "interference", "none") == "cochannel"
     rows = []
     for k in range(pop.size):
@@ -244,7 +245,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "battery_left_j": float(sim.battery_j[k]),
                 "freeloader": int(world.freeloader[k]),
                 "flagged": None if flagged is None else int(flagged[k]),
-                **{name: int(sim.ledger[name][k]) for name in protocols.LEDGER if sim.protocol},
+                **{name: int(sim.ledger[name][k]) for name in declared.ledger},
             }
         )
     return rows

@@ -25,17 +25,10 @@ from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queue
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
-from fedjoule.energy_kinds import ENERGY_FIELDS
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
 from fedjoule.errors import FedjouleError
 from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.engine import (
-    END_OF_RUN_TAIL,
-    LEDGER_FIELDS,
-    arrivals_kept,
-    round_lr,
-    select_clients,
-    with_total,
-)
+from fedjoule.simulator.round_rules import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import nominal_bandwidth_hz
 from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio

@@ -95,7 +95,7 @@ def run_system(
     write_text_atomically(out / "scenario.yaml", header + scenario_yaml(scenario))
     if on_start:
         on_start(world, engine, notices)
-    extra = () if scenario.protocol.kind == "sync" else protocols.ROUND_COLUMNS
+    extra = protocols.DECLARATIONS[scenario.protocol.kind].round_columns
     rounds_file = RoundsFile(out / "rounds.csv", extra)
     last = scenario.training.rounds
     if engine == "numpy":

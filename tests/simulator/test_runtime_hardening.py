@@ -16,7 +16,7 @@ from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.report.results import ROUND_COLUMNS, RoundsFile, read_rounds
 from fedjoule.report.table import cell
 from fedjoule.scenarios.loading import load_scenario
-from fedjoule.simulator import engine
+from fedjoule.simulator import round_rules
 from fedjoule.simulator.engine import (
     Simulation,
     arrivals_kept,
@@ -238,7 +238,7 @@ def test_tiny_participation_probability_ends_with_one_client():
 
 def test_bounded_bernoulli_samples_the_conditioned_law(monkeypatch):
     """Past the redraw bound: P(set S) = p^|S| q^(n-|S|) / (1 - q^n), as the loop's law."""
-    monkeypatch.setattr(engine, "BERNOULLI_REDRAWS", 1)
+    monkeypatch.setattr(round_rules, "BERNOULLI_REDRAWS", 1)
     n, p, draws = 3, 0.4, 40_000
     gen = np.random.default_rng(5)
     counts: dict[tuple, int] = {}

@@ -1,0 +1,420 @@
+"""The round kernel: one round's steps, written once, on the SimPy clock (docs/round.md).
+
+A round is these named steps, each a method of `RoundKernel`:
+
+1. online    - who is online now and above its battery threshold (`online_clients`)
+2. select    - the round's clients among them (`select`; `who_takes_part` does 1 and 2)
+3. allocate  - what each selected client is given: today the scenario's fixed band share,
+               transmit power, CPU frequency and local steps (`allocate`, an `Allocation`;
+               the place where selection and allocation policies will decide)
+4. train     - the selected clients' local steps, in one executor call (`train`; none
+               without learning)
+5. transfer  - their SimPy processes: downlink, compute, uplink on the shared media, until
+               every one arrived or was stopped (`transfer`)
+6. aggregate - the uploads that arrived into the model (`aggregate`; fewer than
+               round.min_clients: a failed round), then the algorithm's probe (`probe_step`)
+7. close the row - ledger, batteries, radio tails, charging, the rounds.csv row (`close_row`)
+8. evaluate  - the model on the test set when due; divergence (the learning engine's
+               `finish_round`, simulator/engine.py)
+9. finish    - the running totals, the tails up to the next round (`finish_round`)
+
+`play_round` is steps 1-7 for a synchronous round and `run` the loop over rounds. Steps
+3-5 with the kept client state make `client_round`, which a hierarchical edge server
+plays with its own model (protocols/hierarchical_server.py); the async and buffered
+server dispatches with steps 1, 3, 4 and the clients' processes, and closes each version's
+row with step 7 (protocols/asynchronous_server.py). The learning engine
+(simulator/engine.py) fills steps 4, 6 and 8; the SimPy system engine (system_simpy.py)
+and the replay of recorded sets (planning/replay.py) run the kernel as it is, the replay
+with its recorded sets as step 2. The numpy system engine (system.py) plays the same
+steps vectorised over the clients (its own copy of steps 1, 2, 5 and 7).
+"""
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from fedjoule.algorithms.work import local_work
+from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
+from fedjoule.simulator.checkpoint import Progress
+from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
+from fedjoule.simulator.radio_states import RadioBank
+from fedjoule.simulator.round_rules import (
+    LEDGER_FIELDS,
+    PROBE_LOSS_BITS,
+    SUMMED,
+    arrivals_kept,
+    cell_columns,
+    round_lr,
+    select_clients,
+)
+from fedjoule.simulator.transfers import play_clients
+
+
+@dataclass
+class Allocation:
+    """Step 3: what the round gives its selected clients. Today the scenario's fixed values:
+    each client's local steps (world.client_steps), its band share on the cell's shared
+    medium, its transmit power and CPU frequency (the population's); `keep`: the arrivals
+    the server waits for (over-commit stops the rest)."""
+
+    clients: np.ndarray
+    local_steps: np.ndarray
+    keep: int
+
+
+@dataclass
+class Played:
+    """Steps 3-5 of a round: the clients' records, whether too few arrived (a failed round)
+    and what they trained (engine.Trained; None without learning)."""
+
+    records: list[ClientRecord]
+    failed: bool
+    trained: object = None
+
+
+class RoundKernel:
+    """A run between rounds, without learning: ledger, batteries, radios, progress; and the
+    steps of a round (module docstring). The learning engine adds the model."""
+
+    learns = False  # True: a model is trained (engine.Simulation)
+    divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
+    protocol = None  # protocols/: None for sync rounds
+
+    def __init__(self, world) -> None:
+        self.world = world
+        n = world.population.size
+        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
+        self.battery_j = world.population.battery_initial_j.copy()
+        self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
+        self.progress = Progress()
+        self.last_records: list[ClientRecord] = []
+        self.outside_records: list[ClientRecord] = []
+        # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
+        self.sinr_db: dict[int, list[float]] = {}
+
+    # ------------------------------------------------------------------ the steps
+    def open_round(self, env: simpy.Environment, r: int):
+        """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
+        start its rounds.csv row (a SimPy process body, used with `yield from`)."""
+        scenario = self.world.scenario
+        if scenario.round.interval_s:
+            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
+        return {"round": r, "sim_time_start_s": env.now, "lr": round_lr(scenario.training, r)}
+
+    def online_clients(self, time_s: float, r: int) -> np.ndarray:
+        """1. Clients online now, with battery above their threshold (or charging)."""
+        world = self.world
+        online = world.availability.online_mask(time_s, r)
+        online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
+        return np.flatnonzero(online)
+
+    def selection_weights(self) -> np.ndarray | None:
+        """Each client's selection weight (None: uniform); the learning engine's algorithm
+        may have its own (DRFA's lambda, TACO's expelled)."""
+        return None
+
+    def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
+        """2. This round's clients among the candidates (stream index r, more keys `key`)."""
+        weights = self.selection_weights()
+        return select_clients(candidates, self.world.scenario, r, weights, key)
+
+    def who_takes_part(self, time_s: float, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """1 and 2: the online clients and the selected ones."""
+        online = self.online_clients(time_s, r)
+        return online, self.select(online, r)
+
+    def allocate(self, selected: np.ndarray, r: int) -> Allocation:
+        """3. The scenario's fixed allocation (Allocation)."""
+        steps = self.world.client_steps[selected]
+        return Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
+
+    def train(self, model, allocation: Allocation, r: int, lr: float):
+        """4. Local training from `model` (None here: nothing is trained)."""
+        return None
+
+    def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
+        """5. The clients' processes from now on; returns their records (process body)."""
+        records = yield from play_clients(
+            env, self, r, env.now, allocation.clients, allocation.keep, self.training_costs,
+            backhaul=backhaul,
+        )  # fmt: skip
+        return records
+
+    def probe_transfer(self, env: simpy.Environment, r: int, clients: np.ndarray):
+        """5 for the algorithm's loss probe: the probe model down, one forward pass, the
+        loss up (probe_costs), every client awaited; returns their records (process body)."""
+        records = yield from play_clients(
+            env, self, r, env.now, clients, len(clients), self.probe_costs
+        )
+        return records
+
+    def keep(self, trained, records: list[ClientRecord] | None) -> None:
+        """After 5: the clients' own state of what they trained (none here)."""
+
+    def client_round(self, env, r: int, selected, lr: float, model=None, backhaul=True):
+        """Steps 3-5 for the selected clients from `model`, and the kept client state;
+        returns Played (a process body)."""
+        allocation = self.allocate(selected, r)
+        trained = self.train(model, allocation, r, lr)
+        records = yield from self.transfer(env, r, allocation, backhaul)
+        arrived = sum(rec.outcome == "arrived" for rec in records)
+        self.keep(trained, records)
+        return Played(records, arrived < self.world.scenario.round.min_clients, trained)
+
+    def model(self):
+        """What the round trains from (None: nothing)."""
+        return None
+
+    def aggregate(self, played: Played, row: dict) -> None:
+        """6. The arrived uploads into the model (nothing here)."""
+
+    def probe_step(self, env: simpy.Environment, r: int, played: Played, row: dict):
+        """6, after the aggregation: the algorithm's second set of clients (none here);
+        returns their records (a process body)."""
+        return []
+        yield  # a generator
+
+    def play_round(self, env: simpy.Environment, r: int):
+        """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
+        if self.protocol is not None:  # hierarchical: a cloud round
+            return (yield from self.protocol.play_round(env, r))
+        scenario = self.world.scenario
+        row = yield from self.open_round(env, r)
+        online, selected = self.who_takes_part(row["sim_time_start_s"], r)
+        row.update(online=len(online), selected=len(selected))
+        if len(selected) == 0:  # nobody to train: the server waits and tries again
+            yield env.timeout(scenario.round.idle_wait_s)
+            return self.close_row(row, env.now, [], failed=True)
+        played = yield from self.client_round(env, r, selected, row["lr"], self.model())
+        if not played.failed:
+            self.aggregate(played, row)
+        probe_records = yield from self.probe_step(env, r, played, row)
+        if scenario.round.server_time_s:
+            yield env.timeout(scenario.round.server_time_s)
+        return self.close_row(row, env.now, played.records, played.failed, probe_records)
+
+    # ------------------------------------------------------------------ the clients' costs
+    def probe_costs(self, k: int) -> dict:
+        """Client k's bits and computation in the loss probe: the probe model down, one
+        forward pass (about a third of a training step), the loss up."""
+        world, channel = self.world, self.world.scenario.channel
+        return {
+            "down_bits": world.n_params * channel.bits_per_param + channel.header_bits,  # raw
+            "compute_s": float(world.step_time_s[k]) / 3,
+            "compute_energy_j": float(world.step_energy_j[k]) / 3,
+            "up_bits": channel.header_bits + PROBE_LOSS_BITS,
+        }
+
+    def training_costs(self, k: int) -> dict:
+        """Client k's bits and computation in a training round (freeloaders compute nothing)."""
+        world = self.world
+        work = 0 if world.freeloader[k] else self.local_work(k)
+        return {
+            "down_bits": world.downlink_bits,
+            "compute_s": work * float(world.step_time_s[k]),
+            "compute_energy_j": work * float(world.step_energy_j[k]),
+            "up_bits": world.uplink_bits,
+        }
+
+    def local_work(self, k: int) -> float:
+        """Client k's computation this round in plain SGD steps: its steps' counted gradient
+        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
+        steps = int(self.world.client_steps[k])
+        return float(local_work(self.step_gradients, steps, self.world.vector_work))
+
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
+        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
+
+    # ------------------------------------------------------------------ bookkeeping
+    def close_row(
+        self,
+        row: dict,
+        end_s: float,
+        records: list[ClientRecord],
+        failed: bool,
+        probe_records: list[ClientRecord] = (),
+    ):
+        """Close the row: per-client energy into the ledger and batteries; round totals.
+        Participation counts come from the training set; energy and airtime from the
+        training and the probe set."""
+        self.last_records = [*records, *probe_records]  # for events.jsonl and the timeline
+        self.outside_records = []  # clients outside the round whose radio tails it charges
+        for rec in records:
+            self.ledger["selected"][rec.client] += 1
+            self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
+        spent = [*records, *probe_records]
+        for rec in spent:
+            k = rec.client
+            if rec.uplink_sinr:  # time-mean SINR of each transmission, in dB
+                self.sinr_db.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
+            for name in ENERGY_FIELDS:
+                self.ledger[name][k] += getattr(rec, name)
+            self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
+            if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
+                self.battery_j[k] = min(
+                    self.battery_j[k], self.world.population.battery_threshold_j[k]
+                )
+        # radio tails running outside the clients' processes, up to the round's end
+        tails_j = self.charge_tails(self.radios.settle(end_s))
+        self.radios.ranges.add_records(spent, self.radios.class_index)  # summary's warnings
+        world = self.world
+        # charging since the previous round ended (the wait between rounds included)
+        charge(
+            self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
+        )
+        outcomes = [rec.outcome for rec in records]
+        row.update(
+            sim_time_end_s=end_s,
+            arrived=outcomes.count("arrived"),
+            dropped=len(records) - outcomes.count("arrived"),
+            **{f"dropped_{cause}": outcomes.count(cause) for cause in DROP_CAUSES},
+            uplink_attempts=sum(rec.uplink_attempts for rec in records),
+            **cell_columns(records, world.topology.n_cells),
+            failed=int(failed),
+            downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
+            compute_time_s=sum(rec.compute_time_s for rec in spent),
+            max_compute_time_s=max(
+                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
+            ),
+            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
+        )
+        for name in SUMMED:
+            row[name] = float(sum(getattr(rec, name) for rec in spent))
+        row["energy_radio_tail_j"] += tails_j
+        return with_total(row)
+
+    def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
+        """Charge radio-tail stretches (client, start_s, end_s, energy_j), from
+        RadioBank.settle, to the ledger's `field` and the batteries, each as a `kind` span
+        (events.jsonl) of the client's record in this round, or of an "outside" record for
+        a client not in it. Returns their energy."""
+        records = {rec.client: rec for rec in [*self.last_records, *self.outside_records]}
+        total = 0.0
+        for k, start_s, end_s, energy_j in tails:
+            self.ledger[field][k] += energy_j
+            self.battery_j[k] = max(0.0, self.battery_j[k] - energy_j)
+            total += energy_j
+            if k not in records:
+                serving = self.world.cell.serving_cell
+                cell = 0 if serving is None else int(serving[k])
+                records[k] = ClientRecord(k, outcome="outside", cell=cell)
+                self.outside_records.append(records[k])
+            _span(records[k], kind, start_s, end_s, energy_j)
+        return total
+
+    def settle_between_rounds(self, row: dict) -> None:
+        """The radio tails after a round's end (radio_states.py): up to the next round's
+        start, r+1 x round.interval_s, charged to this row (a tail ending in the gap is
+        charged whole to the round it started in, whether or not its client is selected
+        again); after the last round, the tails still running, by energy.end_of_run_tail."""
+        if self.finished():
+            self.settle_end_of_run(row)
+            return
+        interval_s = self.world.scenario.round.interval_s
+        if not interval_s:
+            return
+        next_start_s = max((row["round"] + 1) * interval_s, row["sim_time_end_s"])
+        gap_j = self.charge_tails(self.radios.settle(next_start_s))
+        if gap_j:
+            row["energy_radio_tail_j"] += gap_j
+            with_total(row)
+
+    def settle_end_of_run(self, row: dict) -> None:
+        """The tails still running when the run ends, whole: charged to the last row's
+        energy_radio_tail_j (charge), reported in energy_end_of_run_tail_j outside the
+        rows' totals (separate), or not charged (drop); their energy is always recorded."""
+        policy = self.world.scenario.energy.end_of_run_tail
+        tails = self.radios.settle(math.inf)
+        self.progress.end_of_run_tail_energy_j = float(sum(e for *_, e in tails))
+        row[END_OF_RUN_TAIL] = 0.0
+        if policy == "charge":
+            row["energy_radio_tail_j"] += self.charge_tails(tails)
+            with_total(row)
+        elif policy == "separate":
+            row[END_OF_RUN_TAIL] = self.charge_tails(tails, END_OF_RUN_TAIL, "end_of_run_tail")
+
+    @property
+    def event_records(self) -> list[ClientRecord]:
+        """The records whose spans make the round's events.jsonl lines."""
+        return [*self.last_records, *self.outside_records]
+
+    def finish_round(self, row: dict, wall_s: float, evaluate: bool = False) -> dict:
+        """9. The running summary after a round (no evaluation without a model)."""
+        return self.book_row(row, wall_s)
+
+    def book_row(self, row: dict, wall_s: float, reached: bool = False) -> dict:
+        """9. The round counted: next round, the tails up to it, cumulative energy (to the
+        target when `reached`), simulated and wall time; the protocol's counts."""
+        p = self.progress
+        p.next_round = row["round"] + 1
+        self.settle_between_rounds(row)
+        p.cumulative_energy_j += row["energy_total_j"]
+        row["cumulative_energy_j"] = p.cumulative_energy_j
+        if reached:
+            p.energy_to_target_j = p.cumulative_energy_j
+            p.time_to_target_s = row["sim_time_end_s"]
+        p.sim_time_s = row["sim_time_end_s"]
+        p.wall_time_s += wall_s
+        row["wall_time_s"] = wall_s
+        if self.protocol is not None:
+            self.protocol.after_row(row)
+        return row
+
+    def run(self, last_round: int, on_round: Callable[[dict], bool | None]) -> None:
+        """Play rounds next_round .. last_round-1 in one SimPy environment; `on_round`
+        returning False ends the run after that round."""
+        if self.protocol is not None and hasattr(self.protocol, "run"):  # async, buffered
+            self.protocol.run(last_round, on_round)
+            return
+        env = simpy.Environment(initial_time=self.progress.sim_time_s)
+        # run until the server is done (stale medium timers may lie beyond it)
+        env.run(until=env.process(self.server(env, last_round, on_round)))
+
+    def server(self, env: simpy.Environment, last_round: int, on_round):
+        """The synchronous server: round after round until the last, the target
+        (training.stop_at_target), a divergence or `on_round` returning False."""
+        stop_at_target = self.world.scenario.training.stop_at_target
+        for r in range(self.progress.next_round, last_round):
+            if stop_at_target and self.progress.rounds_to_target is not None:
+                break
+            if self.progress.diverged_at_round is not None:
+                break
+            tic = time.perf_counter()
+            row = yield env.process(self.play_round(env, r))
+            if on_round(self.finish_round(row, time.perf_counter() - tic)) is False:
+                break
+
+    def add_ledger_columns(self, names) -> None:
+        """Per-client counts a protocol adds to the ledger (clients.csv columns), from 0."""
+        for name in names:
+            self.ledger.setdefault(name, np.zeros(self.world.population.size))
+
+    def count(self, name: str, client: int, amount: float = 1) -> None:
+        """Add `amount` to client's count `name` in the ledger (add_ledger_columns)."""
+        self.ledger[name][client] += amount
+
+    def reset_system(self) -> None:
+        """The system state at time 0 (ledger, batteries, radios, progress): a protocol's
+        replay of its timeline on resume (protocols/asynchronous_server.py)."""
+        for values in self.ledger.values():
+            values[:] = 0
+        self.battery_j = self.world.population.battery_initial_j.copy()
+        self.radios = RadioBank.for_world(self.world)
+        self.progress = Progress()
+
+    def finished(self) -> bool:
+        """All rounds played, the target reached with stop_at_target, or diverged."""
+        training = self.world.scenario.training
+        reached = training.stop_at_target and self.progress.rounds_to_target is not None
+        diverged = self.progress.diverged_at_round is not None
+        return reached or diverged or self.progress.next_round >= training.rounds
