@@ -172,29 +172,9 @@ def client_round(
             yield from radio.connect()
             radio.sending()
         phase, phase_start = "downlink", env.now
-        power.set(radio_w=plan.rx_power_w)
-        if plan.downlink_medium is not None:  # the airtime follows the downlink SINR
-            yield from _receive(env, plan)
-            record.downlink_airtime_s = env.now - phase_start
-        else:
-            yield env.timeout(plan.downlink_s)
-            record.downlink_airtime_s = plan.downlink_s
-        record.energy_rx_j = plan.rx_power_w * record.downlink_airtime_s  # E_rx = p_rx * t
-        _span(record, "downlink", phase_start, env.now, record.energy_rx_j, plan.downlink_bits)
-
+        yield from _download(env, plan, record, power)
         phase, phase_start = "compute", env.now
-        if radio is not None:
-            radio.release(open_window=True)  # the tail, then idle until the upload
-        power.set(
-            compute_w=plan.compute_energy_j / plan.compute_s if plan.compute_s > 0 else 0.0,
-            radio_w=None if radio is not None else 0.0,
-        )
-        yield env.timeout(plan.compute_s)
-        record.compute_time_s = plan.compute_s
-        record.energy_compute_j = plan.compute_energy_j  # K * kappa * c * B * f^2
-        record.trained = True
-        _span(record, "compute", phase_start, env.now, record.energy_compute_j)
-        power.set(compute_w=0.0)
+        yield from _compute(env, plan, record, power, radio)
 
         phase = "uplink"
         if not (yield from _upload(env, plan, medium, record, power, radio)):
@@ -211,26 +191,63 @@ def client_round(
             _span(record, "backhaul_up", phase_start, env.now)
         record.outcome = "arrived"
     except simpy.Interrupt as stop:
-        elapsed_s = env.now - phase_start
-        if phase == "downlink":
-            record.downlink_airtime_s = elapsed_s
-            record.energy_rx_j = plan.rx_power_w * elapsed_s
-            # bits received before the stop, at the constant downlink rate
-            got = plan.downlink_bits * elapsed_s / plan.downlink_s if plan.downlink_s > 0 else 0.0
-            if isinstance(stop, TransmissionAborted):  # over the co-channel medium
-                got = stop.bits_sent
-            _span(record, "downlink", phase_start, env.now, record.energy_rx_j, got, ok=False)
-        elif phase == "compute":  # constant power: the fraction of the K steps' energy done
-            record.compute_time_s = elapsed_s
-            fraction = elapsed_s / plan.compute_s if plan.compute_s > 0 else 1.0
-            record.energy_compute_j = plan.compute_energy_j * fraction
-            _span(record, "compute", phase_start, env.now, record.energy_compute_j, ok=False)
-        elif phase.startswith("backhaul"):
-            _span(record, phase, phase_start, env.now, ok=False)
-        record.outcome = stop.cause
+        _stopped(env, plan, record, stop, phase, phase_start)
     if radio is not None:
         radio.end()
     record.end_s = env.now
+
+
+def _download(env, plan: ClientPlan, record: ClientRecord, power: _Power):
+    """Receive the model at rx power: the downlink's airtime, energy and span."""
+    start_s = env.now
+    power.set(radio_w=plan.rx_power_w)
+    if plan.downlink_medium is not None:  # the airtime follows the downlink SINR
+        yield from _receive(env, plan)
+        record.downlink_airtime_s = env.now - start_s
+    else:
+        yield env.timeout(plan.downlink_s)
+        record.downlink_airtime_s = plan.downlink_s
+    record.energy_rx_j = plan.rx_power_w * record.downlink_airtime_s  # E_rx = p_rx * t
+    _span(record, "downlink", start_s, env.now, record.energy_rx_j, plan.downlink_bits)
+
+
+def _compute(env, plan: ClientPlan, record: ClientRecord, power: _Power, radio=None):
+    """Train the K local steps at constant power: the compute time, energy and span."""
+    start_s = env.now
+    if radio is not None:
+        radio.release(open_window=True)  # the tail, then idle until the upload
+    power.set(
+        compute_w=plan.compute_energy_j / plan.compute_s if plan.compute_s > 0 else 0.0,
+        radio_w=None if radio is not None else 0.0,
+    )
+    yield env.timeout(plan.compute_s)
+    record.compute_time_s = plan.compute_s
+    record.energy_compute_j = plan.compute_energy_j  # K * kappa * c * B * f^2
+    record.trained = True
+    _span(record, "compute", start_s, env.now, record.energy_compute_j)
+    power.set(compute_w=0.0)
+
+
+def _stopped(env, plan: ClientPlan, record: ClientRecord, stop, phase: str, phase_start: float):
+    """The part of the interrupted phase already done: its time, energy and span; the
+    stop's cause as the outcome."""
+    elapsed_s = env.now - phase_start
+    if phase == "downlink":
+        record.downlink_airtime_s = elapsed_s
+        record.energy_rx_j = plan.rx_power_w * elapsed_s
+        # bits received before the stop, at the constant downlink rate
+        got = plan.downlink_bits * elapsed_s / plan.downlink_s if plan.downlink_s > 0 else 0.0
+        if isinstance(stop, TransmissionAborted):  # over the co-channel medium
+            got = stop.bits_sent
+        _span(record, "downlink", phase_start, env.now, record.energy_rx_j, got, ok=False)
+    elif phase == "compute":  # constant power: the fraction of the K steps' energy done
+        record.compute_time_s = elapsed_s
+        fraction = elapsed_s / plan.compute_s if plan.compute_s > 0 else 1.0
+        record.energy_compute_j = plan.compute_energy_j * fraction
+        _span(record, "compute", phase_start, env.now, record.energy_compute_j, ok=False)
+    elif phase.startswith("backhaul"):
+        _span(record, phase, phase_start, env.now, ok=False)
+    record.outcome = stop.cause
 
 
 def _upload(env, plan: ClientPlan, medium, record: ClientRecord, power: _Power, radio=None):

@@ -12,6 +12,7 @@ and arrivals (tests/simulator/test_system_engine.py).
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,6 +64,40 @@ def unmodelled(scenario) -> list[str]:
     if getattr(scenario.channel, "trace", None) is not None:
         reasons.append("channel.trace (each client's rate follows its own measured series)")
     return reasons
+
+
+@dataclass
+class _Attempts:
+    """The selected clients' possible upload attempts (m clients, A attempts)."""
+
+    per_attempt: np.ndarray  # (m, A): the SNR (fixed cell) or p * gain * |h|^2 (W)
+    succeeds: np.ndarray  # one of the attempts gets through
+    n_attempts: np.ndarray  # the attempts made: up to the first success, else all
+
+
+@dataclass
+class _Stops:
+    """When and why each selected client is stopped (the battery aside), and its budget."""
+
+    stop_s: np.ndarray  # the deadline, going offline or the over-commit quota (inf: none)
+    stop_cause: np.ndarray  # "deadline", "offline", "overcommit" or "none"
+    budget_j: np.ndarray  # energy above the battery threshold (inf: not checked in-round)
+
+
+@dataclass
+class _BeforeUpload:
+    """The selected clients' timeline before the upload (simulated s) and its first stop."""
+
+    t_a: np.ndarray  # the model is at the cell (after the backhaul)
+    t_d: np.ndarray  # the download starts (after a promotion)
+    t_b: np.ndarray  # downloaded
+    t_c: np.ndarray  # computed
+    join_s: np.ndarray  # the upload asks for the medium (after a promotion)
+    rx_w: np.ndarray  # power while receiving
+    kill_s: np.ndarray  # the first stop, the battery's included
+    kill_cause: np.ndarray
+    early: np.ndarray  # stopped before the upload asks for the medium
+    spent_j: np.ndarray  # battery energy spent up to t_c
 
 
 class ClientsOfRound:
@@ -170,25 +205,40 @@ class SystemEngine:
         per cell), backhaul up; stopped by the deadline, going offline, the battery
         threshold or (at overcommit_s) the over-commit quota."""
         world, scenario = self.world, self.world.scenario
-        channel, pop, seed = scenario.channel, world.population, scenario.seed
-        m, n_cells = len(sel), world.topology.n_cells
         cells = world.serving_cell[sel]
         out = ClientsOfRound(sel, cells)
-        load = np.bincount(cells, minlength=n_cells)
+        compute_s, compute_j = self._work_costs(r, sel)
+        # links (cell.round_links): the round's fading of all N clients, as SimPy draws it
+        up_fading, down_fading = round_fading(
+            scenario.channel, world.population.size, scenario.seed, r
+        )
+        down_rate, down_s, rx_w = self._downlink(sel, down_fading)
+        attempts = self._uplink_attempts(r, sel, cells, up_fading)
+        stops = self._stops(r, start_s, sel, overcommit_s, out)
+        line = self._before_upload(start_s, sel, cells, compute_s, compute_j, down_s, rx_w, stops)
+        self._spent_before_upload(sel, compute_s, compute_j, down_rate, down_s, line, out)
+        up_end = np.full(len(sel), np.inf)
+        for c in np.unique(cells[~line.early]):  # the uplink of each cell
+            rows = np.flatnonzero(~line.early & (cells == c))
+            up_end[rows] = self._cell_uplink(sel, rows, attempts, stops, line, out)
+        self._after_upload(sel, cells, up_end, stops, line, out)
+        return out
 
-        # costs (engine.play_round's plan): freeloaders do not compute; the others their
-        # counted gradient evaluations and vector FLOPs (algorithms/work.py)
+    def _work_costs(self, r: int, sel: np.ndarray):
+        """The selected clients' compute time and energy (engine.play_round's plan):
+        freeloaders do not compute; the others their counted gradient evaluations and
+        vector FLOPs (algorithms/work.py)."""
+        world = self.world
         steps = world.client_steps[sel]
         counted = local_work(gradients_of_round(world, r), steps, world.vector_work)
         work = np.where(world.freeloader[sel], 0, counted)
-        compute_s = work * world.step_time_s[sel]
-        compute_j = work * world.step_energy_j[sel]
+        return work * world.step_time_s[sel], work * world.step_energy_j[sel]
 
-        # links (cell.round_links): the round's fading of all N clients, as SimPy draws it
-        up_fading, down_fading = round_fading(channel, pop.size, seed, r)
-        tx_w = pop.tx_power_w[sel]
-        fixed = world.cell.large_scale_gain is None
-        if fixed:
+    def _downlink(self, sel: np.ndarray, down_fading: np.ndarray):
+        """The selected clients' downlink rate (bit/s), the model's airtime (s) and the
+        power while receiving it (W)."""
+        world, channel, pop = self.world, self.world.scenario.channel, self.world.population
+        if world.cell.large_scale_gain is None:
             down_db = channel.snr_db if channel.downlink_snr_db is None else channel.downlink_snr_db
             down_snr = db_to_linear(down_db) * down_fading[sel]
         else:
@@ -200,11 +250,15 @@ class SystemEngine:
                 / (noise * channel.downlink_bandwidth_hz)
             )
         down_rate = channel.downlink_bandwidth_hz * np.log2(1.0 + down_snr)
-        down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(m)
-        radio = self.radio
-        special = radio.special[sel]  # radio states or rate-dependent power
+        down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(len(sel))
+        return down_rate, down_s, self.radio.receive_power_w(sel, down_rate, pop.rx_power_w[sel])
 
-        # attempts (transfers.attempt_plan): per-attempt fading, then packet errors
+    def _uplink_attempts(self, r: int, sel: np.ndarray, cells: np.ndarray, up_fading):
+        """The 1 + max_retx possible upload attempts (transfers.attempt_plan): per-attempt
+        fading (transfers.attempt_fades), then packet errors (transfers.attempt_fails)."""
+        world, channel, seed = self.world, self.world.scenario.channel, self.world.scenario.seed
+        m, fixed = len(sel), world.cell.large_scale_gain is None
+        tx_w = world.population.tx_power_w[sel]
         attempts = 1 + channel.max_retx
         fades = np.repeat(up_fading[sel][:, None], attempts, axis=1)  # (m, A): |h|^2
         if channel.fading_per == "transmission" and attempts > 1:
@@ -216,25 +270,35 @@ class SystemEngine:
         if fixed:
             per_attempt = db_to_linear(channel.snr_db) * fades
         else:
+            gain = world.cell.large_scale_gain[sel]
             per_attempt = tx_w[:, None] * (gain[:, None] * fades)  # p * gain
         fails = np.zeros((m, attempts), dtype=bool)
-        rate_fixed, se = channel.rate == "fixed", channel.spectral_efficiency_bits_per_hz
-        if rate_fixed or channel.outage != "none":
+        if channel.rate == "fixed" or channel.outage != "none":
+            load = np.bincount(cells, minlength=world.topology.n_cells)
             nominal = np.array([nominal_bandwidth_hz(channel, int(x)) for x in load])[cells]
             if fixed:
                 mean = np.full(m, float(10 ** (channel.snr_db / 10)))
             else:
+                noise = world.cell.noise_psd_w_per_hz
                 mean = tx_w * world.cell.large_scale_gain[sel] / (noise * nominal)
-            if rate_fixed:  # transfers.attempt_fails: the fade decides
-                fails = fixed_rate_fails(mean[:, None], fades, se)
+            if channel.rate == "fixed":  # transfers.attempt_fails: the fade decides
+                fails = fixed_rate_fails(
+                    mean[:, None], fades, channel.spectral_efficiency_bits_per_hz
+                )
             else:
                 q = attempt_error_probability(channel, mean)
                 for i, k in enumerate(sel):
                     fails[i] = rng.stream(seed, "outage", r, k).random(attempts) < q[i]
         succeeds = ~fails.all(axis=1)
         n_attempts = np.where(succeeds, np.argmin(fails, axis=1) + 1, attempts)
+        return _Attempts(per_attempt, succeeds, n_attempts)
 
-        # stops: deadline or going offline (tuple min: the deadline wins a tie), battery
+    def _stops(self, r: int, start_s: float, sel: np.ndarray, overcommit_s: float, out):
+        """When and why each selected client is stopped, the battery aside: the deadline or
+        going offline (tuple min: the deadline wins a tie), the over-commit quota; and its
+        battery budget (out.budget_j; infinite while charging, or checked after the round
+        for radio states and rate-dependent power: _check_radio_battery)."""
+        scenario, pop = self.world.scenario, self.world.population
         deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
         offline_s = self.availability.next_offline_s(sel, start_s, r)
         stop_s = np.minimum(deadline_s, offline_s)
@@ -247,12 +311,15 @@ class SystemEngine:
         if self.availability.charging is not None:  # plugged in: no battery stop
             budget_j[self.availability.charging(start_s)[sel]] = math.inf
         out.budget_j = budget_j.copy()
-        budget_j[special] = math.inf  # checked after the round (_check_radio_battery)
+        budget_j[self.radio.special[sel]] = math.inf  # radio states or rate-dependent power
+        return _Stops(stop_s, stop_cause, budget_j)
 
-        # before the uplink: backhaul, downlink at rx power, compute at constant power
+    def _before_upload(self, start_s, sel, cells, compute_s, compute_j, down_s, rx_w, stops):
+        """The timeline before the upload: backhaul, downlink at rx power, compute at
+        constant power (radio promotions and tails where the radio has states), and the
+        first stop before the upload asks for the medium (the battery's included)."""
+        radio, world = self.radio, self.world
         back_down = world.topology.cell_delay_s(cells, world.downlink_bits)
-        back_up = world.topology.cell_delay_s(cells, world.uplink_bits)
-        rx_w = radio.receive_power_w(sel, down_rate, pop.rx_power_w[sel])
         t_a = np.where(back_down > 0, start_s + back_down, start_s)
         # radio states: a tail still running is cut at the connect, else a promotion first;
         # the tail after the download is cut by the upload's connect, else idle, promotion
@@ -262,6 +329,7 @@ class SystemEngine:
         t_c = t_b + compute_s
         tail_end = t_b + tail_s
         join_s = t_c + np.where(t_c < tail_end, 0.0, radio.promotion_s[sel])  # upload asked
+        budget_j = stops.budget_j
         finite = np.isfinite(budget_j)
         with np.errstate(divide="ignore", invalid="ignore"):
             compute_w = np.where(compute_s > 0, compute_j / compute_s, 0.0)
@@ -273,15 +341,22 @@ class SystemEngine:
                 np.inf,
             )
         hit_s = np.where(hit_down < t_b, hit_down, np.where(hit_comp < t_c, hit_comp, np.inf))
-        kill_s = np.minimum(stop_s, hit_s)
-        kill_cause = np.where(stop_s <= hit_s, stop_cause, "battery").astype(object)
+        kill_s = np.minimum(stops.stop_s, hit_s)
+        kill_cause = np.where(stops.stop_s <= hit_s, stops.stop_cause, "battery").astype(object)
+        spent_c = spent_b + compute_w * (t_c - t_b)
         early = kill_s < join_s
-        t_k = kill_s
+        return _BeforeUpload(t_a, t_d, t_b, t_c, join_s, rx_w, kill_s, kill_cause, early, spent_c)
+
+    def _spent_before_upload(self, sel, compute_s, compute_j, down_rate, down_s, line, out):
+        """What the selected clients spent before the upload, the part done where a stop
+        came first (out: downlink airtime and rx energy, compute time and energy, trained;
+        end and outcome of those stopped), and the downloads above the measured range."""
+        early, t_k, t_d, t_b, t_c = line.early, line.kill_s, line.t_d, line.t_b, line.t_c
         in_down = early & (t_k >= t_d) & (t_k < t_b)
         done_down = ~early | (t_k >= t_b)
         out.downlink_airtime_s = np.where(done_down, down_s, np.where(in_down, t_k - t_d, 0.0))
         out.energy_rx_j = np.where(
-            done_down, rx_w * down_s, np.where(in_down, rx_w * (t_k - t_d), 0.0)
+            done_down, line.rx_w * down_s, np.where(in_down, line.rx_w * (t_k - t_d), 0.0)
         )
         in_comp = early & (t_k >= t_b) & (t_k < t_c)
         done_comp = ~early | (t_k >= t_c)
@@ -293,52 +368,59 @@ class SystemEngine:
         )
         out.trained = done_comp
         received = out.downlink_airtime_s > 0  # downloads above the measured range
-        radio.ranges.add_rates(pop.class_index[sel][received], "downlink", down_rate[received])
+        kinds = self.world.population.class_index[sel][received]
+        self.radio.ranges.add_rates(kinds, "downlink", down_rate[received])
         out.end_s = np.where(early, t_k, 0.0)
-        out.outcome[early] = kill_cause[early]
+        out.outcome[early] = line.kill_cause[early]
 
-        # the uplink of each cell
-        spent_c = spent_b + compute_w * (t_c - t_b)
-        up_end = np.full(m, np.inf)
-        for c in np.unique(cells[~early]):
-            rows = np.flatnonzero(~early & (cells == c))
-            link = UplinkClients(
-                join_s=join_s[rows],
-                n_attempts=n_attempts[rows],
-                succeeds=succeeds[rows],
-                tx_power_w=self.tx_draw_w[sel][rows],
-                budget_j=budget_j[rows] - spent_c[rows],
-                kill_s=stop_s[rows],
-                kill_cause=stop_cause[rows],
-                snr_fixed=per_attempt[rows] if fixed else None,
-                power_gain_w=None if fixed else per_attempt[rows],
-                noise_psd_w_per_hz=world.cell.noise_psd_w_per_hz,
-                fixed_se_bps_per_hz=se if rate_fixed else None,
-                max_bps=radio.up_max_bps[sel][rows],
-            )
-            bandwidth = channel.uplink_bandwidth_hz
-            if channel.access == "fdma":
-                result = fdma_uplink(link, world.uplink_bits, bandwidth)
-            else:
-                channels = 1 if channel.access == "tdma" else channel.resource_blocks
-                result = queued_uplink(link, world.uplink_bits, bandwidth, channels)
-            out.uplink_airtime_s[rows] = result.airtime_s
-            out.energy_tx_j[rows] = np.where(
-                special[rows],
-                radio.transmit_energy_j(
-                    sel[rows], result.charged_bits, result.airtime_s, self.tx_draw_w[sel][rows]
-                ),
-                result.energy_tx_j,
-            )
-            out.uplink_bits[rows] = result.bits
-            kinds = pop.class_index[sel][rows]  # attempts above the measured range
-            radio.ranges.add_counts(kinds, "uplink", result.over_range, result.top_rate_bps)
-            out.uplink_attempts[rows] = result.attempts
-            out.end_s[rows] = result.end_s
-            out.outcome[rows] = result.outcome
-            up_end[rows] = result.end_s
+    def _cell_uplink(self, sel, rows, attempts, stops, line, out) -> np.ndarray:
+        """One cell's shared uplink (channel/sharing.py) for its clients `rows` that reached
+        it: their airtime, energy, bits, attempts, end and outcome into out; returns when
+        each upload ended."""
+        world, channel, radio = self.world, self.world.scenario.channel, self.radio
+        fixed = world.cell.large_scale_gain is None
+        rate_fixed = channel.rate == "fixed"
+        tx_draw_w = self.tx_draw_w[sel][rows]
+        link = UplinkClients(
+            join_s=line.join_s[rows],
+            n_attempts=attempts.n_attempts[rows],
+            succeeds=attempts.succeeds[rows],
+            tx_power_w=tx_draw_w,
+            budget_j=stops.budget_j[rows] - line.spent_j[rows],
+            kill_s=stops.stop_s[rows],
+            kill_cause=stops.stop_cause[rows],
+            snr_fixed=attempts.per_attempt[rows] if fixed else None,
+            power_gain_w=None if fixed else attempts.per_attempt[rows],
+            noise_psd_w_per_hz=world.cell.noise_psd_w_per_hz,
+            fixed_se_bps_per_hz=channel.spectral_efficiency_bits_per_hz if rate_fixed else None,
+            max_bps=radio.up_max_bps[sel][rows],
+        )
+        bandwidth = channel.uplink_bandwidth_hz
+        if channel.access == "fdma":
+            result = fdma_uplink(link, world.uplink_bits, bandwidth)
+        else:
+            channels = 1 if channel.access == "tdma" else channel.resource_blocks
+            result = queued_uplink(link, world.uplink_bits, bandwidth, channels)
+        out.uplink_airtime_s[rows] = result.airtime_s
+        out.energy_tx_j[rows] = np.where(
+            radio.special[sel][rows],
+            radio.transmit_energy_j(sel[rows], result.charged_bits, result.airtime_s, tx_draw_w),
+            result.energy_tx_j,
+        )
+        out.uplink_bits[rows] = result.bits
+        kinds = world.population.class_index[sel][rows]  # attempts above the measured range
+        radio.ranges.add_counts(kinds, "uplink", result.over_range, result.top_rate_bps)
+        out.uplink_attempts[rows] = result.attempts
+        out.end_s[rows] = result.end_s
+        out.outcome[rows] = result.outcome
+        return result.end_s
 
-        # after the upload: the backhaul; only the deadline or the over-commit stop it
+    def _after_upload(self, sel, cells, up_end, stops, line, out) -> None:
+        """After the upload: the backhaul, which only the deadline or the over-commit stop;
+        with radio states, the promotion, idle and tail energy and the tail left running."""
+        world, radio = self.world, self.radio
+        stop_s, stop_cause = stops.stop_s, stops.stop_cause
+        back_up = world.topology.cell_delay_s(cells, world.uplink_bits)
         uploaded = out.outcome == UPLOADED
         arrive_s = np.where(back_up > 0, up_end + back_up, up_end)
         cut = uploaded & np.isin(stop_cause, ["deadline", "overcommit"]) & (stop_s < arrive_s)
@@ -346,12 +428,12 @@ class SystemEngine:
         out.outcome[cut] = stop_cause[cut]
         out.outcome[uploaded & ~cut] = "arrived"
         if radio.any:
-            reached = ~early
+            reached, join_s = ~line.early, line.join_s
             wait_s = np.where(reached, up_end - join_s - out.uplink_airtime_s, 0.0)
-            self._radio_states(out, sel, early, t_k, (t_a, t_d, t_b, t_c, join_s), wait_s)
-            out.tail_end_s = np.where(reached, up_end + tail_s, out.tail_end_s)
+            times = (line.t_a, line.t_d, line.t_b, line.t_c, join_s)
+            self._radio_states(out, sel, line.early, line.kill_s, times, wait_s)
+            out.tail_end_s = np.where(reached, up_end + radio.tail_s[sel], out.tail_end_s)
             out.settled_s = np.where(reached, up_end, out.settled_s)
-        return out
 
     def _radio_states(self, out, sel, early, t_k, times, wait_s) -> None:
         """The selected clients' promotion, idle and tail energy up to the end of their

@@ -229,7 +229,6 @@ def start_clients(
     media are then the uplink network's)."""
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
-    radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
     fading = round_fading(channel, pop.size, seed, r)
     up_fading = fading[0]
     uplinks, downlinks = round_links(channel, world.cell, pop.tx_power_w, selected, fading)
@@ -243,73 +242,106 @@ def start_clients(
         k, c = int(k), int(serving[k])
         own = cost(k)
         fades = attempt_fades(channel, seed, r, k, up_fading[k])
-        links, fails = attempt_plan(
-            channel,
-            world.cell,
-            seed,
-            r,
-            k,
-            uplink,
-            float(pop.tx_power_w[k]),
-            nominal_bandwidth_hz(channel, int(load[c])),
-            fades,
-        )
-        radio = radios.plan_params(k) if radios is not None else None  # None: plain radiated
-        topology = world.topology
-        plan = ClientPlan(
-            client=k,
-            downlink_s=float(
-                airtime_s(own["down_bits"], downlink.rate_bps(channel.downlink_bandwidth_hz))
-            ),
-            downlink_bits=float(own["down_bits"]),
-            rx_power_w=float(pop.rx_power_w[k])
-            if radio is None
-            else receive_power_w(radio, downlink.rate_bps(channel.downlink_bandwidth_hz)),
-            compute_s=own["compute_s"],
-            compute_energy_j=own["compute_energy_j"],
-            uplink_bits=own["up_bits"],
-            uplink=links[0] if links else uplink,
-            attempt_links=links,
-            attempt_fails=fails,
-            backhaul_down_s=topology.backhaul_delay_s(k, own["down_bits"]) if backhaul else 0.0,
-            backhaul_up_s=topology.backhaul_delay_s(k, own["up_bits"]) if backhaul else 0.0,
-            cell=c,
-            radio=radio,
-        )
+        plan = _client_plan(sim, r, k, c, own, uplink, downlink, fades, load, backhaul)
         medium = media[c]
         if down_net is not None:
-            plan.downlink_medium, plan.downlink_link = down_net.medium(c), downlink
-            if channel.rate == "fixed":  # the SINR decides, at its minimum over the attempt
-                plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
-                plan.fail_band_hz = nominal_bandwidth_hz(channel, int(load[c]))
-                plan.attempt_fails = [False] * (1 + channel.max_retx)
-        if traced is not None:  # the client's own measured series, from its own offset
-            up_trace, down_trace = traced
-            if up_trace is not None:
-                medium = TraceMedium(env, up_trace, trace_offset_s(channel, seed, up_trace, 0, k))
-            if down_trace is not None:
-                plan.downlink_link = downlink
-                offset_s = trace_offset_s(channel, seed, down_trace, 1, k)
-                plan.downlink_medium = TraceMedium(env, down_trace, offset_s)
+            _cochannel_downlink(channel, plan, down_net, downlink, int(load[c]))
+        if traced is not None:
+            medium = _traced_media(env, channel, seed, k, plan, medium, downlink, traced)
         if capacity is not None:  # FedScale's communication rate, both directions
             constant = capacity_link(capacity, k)
             medium = TraceMedium(env, constant, 0.0)
             plan.downlink_link, plan.downlink_medium = downlink, TraceMedium(env, constant, 0.0)
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
-        guard = BatteryGuard(env, budget_j(sim.battery_j, pop, world.availability, k, start_s))
-        states = radios.client(env, k, record) if radios is not None else None
-        process = env.process(client_round(env, plan, medium, record, guard, states))
-        guard.process = process
-        stop_s, cause = min(
-            (deadline_s, "deadline"),
-            (world.availability.next_offline_s(k, start_s, r), "offline"),
-        )
-        if stop_s < math.inf:
-            env.process(interrupt_at(env, process, stop_s, cause))
+        process = _start_client(env, sim, r, start_s, deadline_s, plan, medium, record)
         records.append(record)
         processes.append(process)
     return records, processes
+
+
+def _client_plan(sim, r: int, k: int, c: int, own: dict, uplink, downlink, fades, load, backhaul):
+    """Client k's plan in cell c: downlink time and rx power, compute, upload attempts
+    (links and failures) and backhaul delays."""
+    world, channel, seed = sim.world, sim.world.scenario.channel, sim.world.scenario.seed
+    pop = world.population
+    radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
+    links, fails = attempt_plan(
+        channel,
+        world.cell,
+        seed,
+        r,
+        k,
+        uplink,
+        float(pop.tx_power_w[k]),
+        nominal_bandwidth_hz(channel, int(load[c])),
+        fades,
+    )
+    radio = radios.plan_params(k) if radios is not None else None  # None: plain radiated
+    topology = world.topology
+    return ClientPlan(
+        client=k,
+        downlink_s=float(
+            airtime_s(own["down_bits"], downlink.rate_bps(channel.downlink_bandwidth_hz))
+        ),
+        downlink_bits=float(own["down_bits"]),
+        rx_power_w=float(pop.rx_power_w[k])
+        if radio is None
+        else receive_power_w(radio, downlink.rate_bps(channel.downlink_bandwidth_hz)),
+        compute_s=own["compute_s"],
+        compute_energy_j=own["compute_energy_j"],
+        uplink_bits=own["up_bits"],
+        uplink=links[0] if links else uplink,
+        attempt_links=links,
+        attempt_fails=fails,
+        backhaul_down_s=topology.backhaul_delay_s(k, own["down_bits"]) if backhaul else 0.0,
+        backhaul_up_s=topology.backhaul_delay_s(k, own["up_bits"]) if backhaul else 0.0,
+        cell=c,
+        radio=radio,
+    )
+
+
+def _cochannel_downlink(channel, plan: ClientPlan, down_net, downlink, clients_in_cell: int):
+    """The plan's downlink over the broadcast's co-channel medium; rate=fixed: an attempt
+    fails when its SINR falls below the fixed rate's threshold."""
+    plan.downlink_medium, plan.downlink_link = down_net.medium(plan.cell), downlink
+    if channel.rate == "fixed":  # the SINR decides, at its minimum over the attempt
+        plan.fail_below_sinr = 2.0**channel.spectral_efficiency_bits_per_hz - 1.0
+        plan.fail_band_hz = nominal_bandwidth_hz(channel, clients_in_cell)
+        plan.attempt_fails = [False] * (1 + channel.max_retx)
+
+
+def _traced_media(env, channel, seed: int, k: int, plan: ClientPlan, medium, downlink, traced):
+    """Client k's uplink medium and the plan's downlink from the measured link traces,
+    each read from the client's own offset (the cell's medium where no uplink trace)."""
+    up_trace, down_trace = traced
+    if up_trace is not None:
+        medium = TraceMedium(env, up_trace, trace_offset_s(channel, seed, up_trace, 0, k))
+    if down_trace is not None:
+        plan.downlink_link = downlink
+        offset_s = trace_offset_s(channel, seed, down_trace, 1, k)
+        plan.downlink_medium = TraceMedium(env, down_trace, offset_s)
+    return medium
+
+
+def _start_client(env, sim, r: int, start_s: float, deadline_s, plan: ClientPlan, medium, record):
+    """Client plan.client's process with its battery guard and radio, interrupted at the
+    deadline or when it goes offline (the deadline wins a tie)."""
+    world, k = sim.world, plan.client
+    radios = getattr(sim, "radios", None)
+    guard = BatteryGuard(
+        env, budget_j(sim.battery_j, world.population, world.availability, k, start_s)
+    )
+    states = radios.client(env, k, record) if radios is not None else None
+    process = env.process(client_round(env, plan, medium, record, guard, states))
+    guard.process = process
+    stop_s, cause = min(
+        (deadline_s, "deadline"),
+        (world.availability.next_offline_s(k, start_s, r), "offline"),
+    )
+    if stop_s < math.inf:
+        env.process(interrupt_at(env, process, stop_s, cause))
+    return process
 
 
 @functools.lru_cache(maxsize=8)
