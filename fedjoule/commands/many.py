@@ -2,12 +2,14 @@
 and a scenario given as an object, written where they read it."""
 
 import os
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from fedjoule import __version__
+from fedjoule.commands.common import scenario_label
+from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.storage import write_text_atomically
 
 
@@ -60,3 +62,21 @@ def undo_source(folder: Path, written: bool, created: bool, outputs: Sequence[st
             folder.rmdir()
         except OSError:
             pass
+
+
+@contextmanager
+def command_folder(
+    scenario: Any, out: Path | None, kind: str, outputs: Sequence[str]
+) -> Iterator[tuple[Path, str]]:
+    """The folder of a sweep or plan (`out`, default <kind>/<name>-<time>, checked) and the
+    source its scenario is read from (scenario_source); if the command fails before it
+    wrote any of `outputs`, the scenario file and the folder it made are removed."""
+    folder = out or stamped_folder(kind, scenario_label(scenario))
+    check_out_folder(folder)
+    created = not folder.exists()
+    source, written = scenario_source(scenario, folder)
+    try:
+        yield folder, source
+    except BaseException:
+        undo_source(folder, written, created, outputs)
+        raise

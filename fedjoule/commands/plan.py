@@ -4,9 +4,7 @@ bandwidth (planning/plan.py), into plan.csv, plan.json and its plots."""
 from pathlib import Path
 from typing import Any
 
-from fedjoule.commands.common import scenario_label
-from fedjoule.commands.many import RunsView, scenario_source, undo_source
-from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.commands.many import RunsView, command_folder
 
 
 def plan(
@@ -20,11 +18,8 @@ def plan(
     from fedjoule.planning.plan import PLAN_JSON, run_plan
 
     view = view or RunsView()
-    folder = out or stamped_folder("plans", scenario_label(scenario))
-    check_out_folder(folder)
-    created = not folder.exists()
-    source, written = scenario_source(scenario, folder)
-    try:
+    outputs = (PLAN_JSON, "learning", "cells")  # (a failed plan that wrote none: undone)
+    with command_folder(scenario, out, "plans", outputs) as (folder, source):
         with view.running(folder):
             return run_plan(
                 source,
@@ -37,6 +32,3 @@ def plan(
                 on_replays=view.on_replays,
                 on_replay=view.on_replay,
             )
-    except BaseException:
-        undo_source(folder, written, created, (PLAN_JSON, "learning", "cells"))
-        raise

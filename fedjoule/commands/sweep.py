@@ -4,9 +4,7 @@
 from pathlib import Path
 from typing import Any
 
-from fedjoule.commands.common import scenario_label
-from fedjoule.commands.many import RunsView, scenario_source, undo_source
-from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.commands.many import RunsView, command_folder
 
 
 def sweep(
@@ -28,11 +26,7 @@ def sweep(
     from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
 
     view = view or RunsView()
-    folder = out or stamped_folder("sweeps", scenario_label(scenario))
-    check_out_folder(folder)
-    created = not folder.exists()
-    source, written = scenario_source(scenario, folder)
-    try:
+    with command_folder(scenario, out, "sweeps", (SWEEP_JSON,)) as (folder, source):
         with view.running(folder):
             return run_sweep(
                 source,
@@ -45,9 +39,6 @@ def sweep(
                 seeds=seeds,
                 ci=ci,
             )
-    except BaseException:
-        undo_source(folder, written, created, (SWEEP_JSON,))
-        raise
 
 
 def plan_line(points: list, states: dict[str, str], backend: str, folder: Path) -> str:
