@@ -13,6 +13,7 @@ from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
 from fedjoule.devices.population import Population, sample_population, step_costs
+from fedjoule.model_sizes import template_size
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.transfers import with_power_control
 from fedjoule.simulator.world import build_availability, local_steps, pick_freeloaders
@@ -101,13 +102,26 @@ def gradients_of_round(world: SystemWorld, r: int) -> list[int]:
 
 def model_size(scenario: Scenario) -> tuple[int, float]:
     """Parameters and forward FLOPs per sample of the scenario's model, from the template and
-    the dataset's known input shape (no data)."""
+    the dataset's known input shape (no data): counted without torch for the built-in
+    templates (model_sizes.py), else by building the model; a stated
+    model.forward_flops_per_sample replaces the FLOPs."""
+    shape, classes = dataset_shape(scenario.dataset)
+    config = scenario.model
+    counted = template_size(config, shape, classes, scenario.dataset.name == "text")
+    if counted is None:
+        return _built_model_size(scenario, shape, classes)
+    n_params, flops = counted
+    return n_params, config.forward_flops_per_sample or flops
+
+
+def _built_model_size(scenario: Scenario, shape, classes: int) -> tuple[int, float]:
+    """model_size of a model this package cannot count by arithmetic (torchvision, custom,
+    initial weights): built with torch, one sample's forward pass counted."""
     # deferred: torch (only to count the model's parameters and FLOPs)
     import torch
 
     from fedjoule.models import build_model  # deferred: torch
 
-    shape, classes = dataset_shape(scenario.dataset)
     model, _ = build_model(scenario.model, shape, classes, scenario.seed)
     if scenario.model.forward_flops_per_sample:
         return model.n_params, scenario.model.forward_flops_per_sample
