@@ -4,6 +4,7 @@ channel's own rate model (channel/link.py): equal and equal-finish (min-energy: 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import brentq
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
 
@@ -100,20 +101,24 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
 
     Rate linear in the share (fixed SNR): t_k = bits_k / (s_k W log2(1 + snr_k)) equal
     gives s_k proportional to bits_k / log2(1 + snr_k), in closed form. SNR over the share
-    (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T);
-    T is bisected between the longest time on the whole band and the longest on equal
-    shares, so its longest upload is never longer than equal's."""
+    (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T),
+    with scipy.optimize.brentq between the longest upload on the whole band and the
+    longest on equal shares (bracketed, so it converges), so it is never longer than
+    equal's; every share is then taken at that one T."""
     if uplink.linear:
         need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
         return need / need.sum()
-    low = float(np.max(uplink.upload_time_s(np.ones(uplink.n))))
-    high = float(np.max(uplink.upload_time_s(equal_shares(uplink))))
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (low + high)
-        if mid in (low, high):
+    alone_s = float(np.max(uplink.upload_time_s(np.ones(uplink.n))))
+    equal_s = float(np.max(uplink.upload_time_s(equal_shares(uplink))))
+
+    def excess(time_s: float) -> float:
+        return float(share_for_time(uplink, time_s).sum()) - 1.0
+
+    if uplink.n == 1 or excess(equal_s) >= 0:  # equal's longest is already the least
+        return equal_shares(uplink)
+    time_s = brentq(excess, alone_s, equal_s, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+    for _ in range(8):  # the root may sit a float on the crowded side
+        if excess(time_s) <= 0:
             break
-        if share_for_time(uplink, mid).sum() <= 1.0:
-            high = mid
-        else:
-            low = mid
-    return share_for_time(uplink, high)
+        time_s = float(np.nextafter(time_s, np.inf))
+    return share_for_time(uplink, time_s)

@@ -1,11 +1,13 @@
 """The min-energy bandwidth allocator: the split of the uplink band that minimises the
 round's radiated energy with every upload within its deadline (a convex problem, scipy)."""
 
+import math
+
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import brentq
 
 from fedjoule.errors import FedjouleError
-from fedjoule.policies.bandwidth import Uplink, share_for_time
+from fedjoule.policies.bandwidth import BISECTION_STEPS, Uplink, share_for_time
 
 
 class InfeasibleAllocation(FedjouleError):
@@ -13,43 +15,60 @@ class InfeasibleAllocation(FedjouleError):
 
 
 def min_energy_shares(uplink: Uplink, deadline_s) -> np.ndarray:
-    """Shares minimising the radiated energy sum_k p_k bits_k / r_k(s_k) with every upload
-    within its deadline (deadline_s: a number or one per client, from a common start) and
-    sum_k s_k <= 1 (after Yang et al., IEEE TWC 2021, the bandwidth part of their problem).
+    """Shares minimising the radiated energy sum_k E_k(s_k), E_k = p_k bits_k / r_k(s_k),
+    with every upload within its deadline (deadline_s: a number or one per client, from a
+    common start) and sum_k s_k <= 1 (after Yang et al., IEEE TWC 2021, the bandwidth part
+    of their problem).
 
     Convex: the rate r_k is positive and concave in s_k, so 1 / r_k is convex, and a
     deadline is the bound s_k >= share_for_time(deadline). Feasible iff those least shares
-    sum to at most 1, else InfeasibleAllocation. Solved with scipy.optimize.minimize's
-    SLSQP: it takes the bounds and the one linear constraint as they are, with the
-    analytic gradient -p_k bits_k r_k'(s_k) / r_k^2; a convex problem's KKT point is its
-    global minimum, and m (tens of clients) keeps its dense steps cheap. The start spreads
-    the band left over the least shares evenly; the answer is never worse than it."""
+    sum to at most 1, else InfeasibleAllocation. Its KKT conditions are a water-filling:
+    each client above its least share has the same marginal saving -E_k'(s_k) = lambda
+    (the band's price), a client at its least saves less there, and the band is used up.
+    The total share falls as lambda rises, so lambda is the one root of
+    sum_k s_k(lambda) = 1: scipy.optimize.brentq on log lambda (bracketed, so it always
+    converges, superlinearly), each s_k(lambda) bisected (the saving falls with the
+    share). Linear in m: SLSQP on the same problem took 10 s for 300 clients."""
     least = share_for_time(uplink, deadline_s)
     if not np.all(np.isfinite(least)) or least.sum() > 1.0:
         _refuse(uplink, least, deadline_s)
-    start = least + (1.0 - least.sum()) / uplink.n
-    scale = float(uplink.tx_energy_j(start).sum())
+    if uplink.n == 1:
+        return np.ones(1)
+    if least.sum() == 1.0:
+        return least
 
-    def energy(s):
-        return float(uplink.tx_energy_j(s).sum()) / scale
+    def excess(log_price: float) -> float:
+        return float(shares_at_price(uplink, least, math.exp(log_price)).sum()) - 1.0
 
-    def gradient(s):
-        rate = uplink.rate_bps(s)
-        return -uplink.tx_power_w * uplink.bits * uplink.rate_slope_bps(s) / rate**2 / scale
+    cheapest = math.log(float(marginal_saving(uplink, np.ones(uplink.n)).min()))
+    dearest = math.log(float(marginal_saving(uplink, least).max()))
+    log_price = brentq(excess, cheapest, dearest, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    return within_band(shares_at_price(uplink, least, math.exp(log_price)), least)
 
-    solved = minimize(
-        energy, start, jac=gradient, method="SLSQP",
-        bounds=list(zip(least, np.ones(uplink.n), strict=True)),
-        constraints=[{"type": "ineq", "fun": lambda s: 1.0 - s.sum(),
-                      "jac": lambda s: -np.ones_like(s)}],
-        options={"ftol": 1e-15, "maxiter": 500},
-    )  # fmt: skip
-    shares = within_band(np.clip(solved.x, least, 1.0), least)
-    return shares if energy(shares) <= energy(start) else start
+
+def marginal_saving(uplink: Uplink, share: np.ndarray) -> np.ndarray:
+    """-dE_k/ds_k = p_k bits_k r_k'(s) / r_k(s)^2 (J per unit of share), which falls as the
+    share grows (E_k convex)."""
+    rate_bps = uplink.rate_bps(share)
+    return uplink.tx_power_w * uplink.bits * uplink.rate_slope_bps(share) / rate_bps**2
+
+
+def shares_at_price(uplink: Uplink, least: np.ndarray, price: float) -> np.ndarray:
+    """Per client the share in [least_k, 1] minimising E_k(s) + price s: where its marginal
+    saving falls to the price (least_k where it is below it already), by bisection to
+    adjacent floats, the lower end."""
+    low, high = least.copy(), np.ones(uplink.n)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (low + high)
+        if np.all((mid == low) | (mid == high)):
+            break
+        worth = marginal_saving(uplink, mid) > price
+        low, high = np.where(worth, mid, low), np.where(worth, high, mid)
+    return low
 
 
 def within_band(shares: np.ndarray, least: np.ndarray) -> np.ndarray:
-    """Shares a solver left a few ulps over the band, brought within it: what is spare
+    """Shares the root finder left a few ulps over the band, brought within it: what is spare
     above the least shares shrunk in proportion, then the largest spare trimmed by the
     round-off left."""
     if shares.sum() > 1.0:

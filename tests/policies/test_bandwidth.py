@@ -8,8 +8,8 @@ import pytest
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, Link
 from fedjoule.errors import FedjouleError
-from fedjoule.policies.bandwidth import Uplink, equal_finish_shares, equal_shares
-from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_shares
+from fedjoule.policies.bandwidth import Uplink, equal_finish_shares, equal_shares, share_for_time
+from fedjoule.policies.min_energy import InfeasibleAllocation, marginal_saving, min_energy_shares
 
 W_HZ = 1e6
 BITS = np.array([1e6, 2e6, 5e5])
@@ -106,3 +106,23 @@ def test_min_energy_refuses_an_impossible_deadline():
     assert isinstance(caught.value, FedjouleError)
     with pytest.raises(InfeasibleAllocation, match=r"sum to 1\.\d+, more than the whole band"):
         min_energy_shares(GEOMETRY, deadline_s=0.45)
+
+
+def test_min_energy_meets_its_kkt_conditions_on_fifty_clients():
+    gen = np.random.default_rng(7)
+    uplink = Uplink(
+        gen.uniform(1e5, 1e6, 50), gen.uniform(0.05, 0.3, 50), 20e6,
+        rx_power_w=10 ** gen.uniform(-13, -10, 50),
+    )  # fmt: skip
+    # a fifth over the least feasible deadline (equal-finish's): some bind, some do not
+    deadline_s = 1.2 * float(uplink.upload_time_s(equal_finish_shares(uplink)).max())
+    shares = min_energy_shares(uplink, deadline_s)
+    least = share_for_time(uplink, deadline_s)
+    assert np.all(shares >= least) and 1 - 1e-12 <= shares.sum() <= 1.0
+    saving = marginal_saving(uplink, shares)
+    free = shares > least * (1 + 1e-9)
+    price = np.median(saving[free])
+    assert 0 < free.sum() < 50  # some deadlines bind, some do not
+    assert saving[free] == pytest.approx(np.full(free.sum(), price), rel=1e-6)
+    assert np.all(saving[~free] <= price * (1 + 1e-6))  # at its least, it saves less
+    assert uplink.tx_energy_j(shares).sum() <= uplink.tx_energy_j(equal_finish_shares(uplink)).sum()
