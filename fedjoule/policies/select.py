@@ -10,14 +10,15 @@ from fedjoule.channel.link import shannon_rate_bps
 from fedjoule.channel.units import db_to_linear
 from fedjoule.policies.observation import Observation
 
-# Oort's defaults (Lai et al., OSDI 2021, sec. 7.1 and its released selector): exploration
-# factor 0.9 decaying by 0.98 a round down to 0.2, straggler penalty alpha = 2, and
-# exploitation among clients within 95 % of the cut-off utility.
+# Oort's defaults (Lai et al., OSDI 2021), as its released selector sets them
+# (SymbioticLab/Oort core/argParser.py; FedScale's Oort for the penalty): exploration factor
+# 0.9 decaying by 0.98 a round down to 0.2, straggler penalty alpha (round_penalty) 2, and
+# exploitation among clients within 90 % (cut_off_util) of the cut-off utility.
 OORT_EXPLORATION = 0.9
 OORT_EXPLORATION_DECAY = 0.98
 OORT_EXPLORATION_MIN = 0.2
 OORT_ALPHA = 2.0
-OORT_CUT_OFF = 0.95
+OORT_CUT_OFF = 0.9
 
 
 def top(obs: Observation, score: np.ndarray, m: int) -> np.ndarray:

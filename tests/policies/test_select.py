@@ -98,7 +98,7 @@ def test_oort_utility_and_exploration_by_hand():
 
 def test_oort_exploits_the_high_utilities_and_explores_the_rest():
     # round 100: eps = 0.2, so m = 5 exploits 4 and explores 1. Explored clients 0..5 with
-    # utilities 100 |B|-scaled losses; the 4th highest is 60, the cut-off 0.95 x 60 = 57
+    # utilities 100 |B|-scaled losses; the 4th highest is 60, the cut-off 0.9 x 60 = 54
     # admits exactly 0, 1, 2, 3; one of the unexplored 6, 7, 8 is explored.
     loss = np.array([1.0, 0.9, 0.8, 0.6, 0.3, 0.2, np.nan, np.nan, np.nan])
     obs = observation(
