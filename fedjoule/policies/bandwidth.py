@@ -1,0 +1,124 @@
+"""Bandwidth allocators: each selected client's share of the cell's uplink band (FDMA), on the
+channel's own rate model (channel/link.py): equal and equal-finish (min-energy: min_energy.py)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+
+from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
+
+# Bisection on a share or a time halves its interval until the two ends are adjacent
+# floats; 200 halvings bound it (a share in (0, 1] needs fewer than 1100 only below 1e-300).
+BISECTION_STEPS = 200
+
+
+@dataclass(frozen=True)
+class Uplink:
+    """The selected clients' uplink in one cell, arrays over them, for the allocators.
+
+    The rate of a client on a share s of the band W is the channel's (channel/link.py):
+    Shannon b log2(1 + SNR) on b = s W, where SNR = P_rx / (N0 b) falls as the share grows
+    (noise power scales with bandwidth) when `rx_power_w` is given (geometry), or is the
+    scenario's fixed `snr` whatever the share; b r at a fixed spectral efficiency r
+    (channel.rate=fixed). Under co-channel interference pass N0 + I / W as the noise PSD
+    (channel/interference.py: an interferer's power I spreads over the whole band)."""
+
+    bits: np.ndarray  # (m,) bits each uploads
+    tx_power_w: np.ndarray  # (m,) its transmit power p
+    bandwidth_hz: float  # W, the cell's uplink band
+    rx_power_w: np.ndarray | None = None  # (m,) p x gain at the base station
+    noise_psd_w_per_hz: float | np.ndarray = NOISE_PSD_W_PER_HZ
+    snr: np.ndarray | None = None  # (m,) linear, fixed whatever the share
+    fixed_se_bps_per_hz: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.rx_power_w is None and self.snr is None and self.fixed_se_bps_per_hz is None:
+            raise ValueError("an Uplink needs rx_power_w, snr or fixed_se_bps_per_hz")
+
+    @property
+    def n(self) -> int:
+        return len(np.atleast_1d(self.bits))
+
+    @property
+    def linear(self) -> bool:
+        """Whether the rate is proportional to the share (fixed SNR or spectral efficiency)."""
+        return self.fixed_se_bps_per_hz is not None or self.rx_power_w is None
+
+    def rate_bps(self, share: np.ndarray) -> np.ndarray:
+        """Each client's rate on its share of the band (0 on a share of 0)."""
+        band_hz = np.asarray(share, dtype=float) * self.bandwidth_hz
+        if self.fixed_se_bps_per_hz is not None:
+            return band_hz * self.fixed_se_bps_per_hz
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.rx_power_w is None:
+                snr = self.snr
+            else:
+                snr = snr_linear(self.rx_power_w, self.noise_psd_w_per_hz, band_hz)
+            return np.where(band_hz > 0, shannon_rate_bps(band_hz, snr), 0.0)
+
+    def rate_slope_bps(self, share: np.ndarray) -> np.ndarray:
+        """d rate / d share: W log2(1 + SNR) at a fixed SNR; with SNR = a / s over the share
+        (a the SNR on the whole band), W (log2(1 + a/s) - (a/s) / ((1 + a/s) ln 2))."""
+        if self.linear:
+            return self.rate_bps(np.ones(self.n))
+        x = snr_linear(self.rx_power_w, self.noise_psd_w_per_hz, share * self.bandwidth_hz)
+        return self.bandwidth_hz * (np.log2(1.0 + x) - x / ((1.0 + x) * np.log(2.0)))
+
+    def upload_time_s(self, share: np.ndarray) -> np.ndarray:
+        """bits / rate (inf on a share of 0)."""
+        return airtime_s(self.bits, self.rate_bps(share))
+
+    def tx_energy_j(self, share: np.ndarray) -> np.ndarray:
+        """Radiated energy p x upload time (link.Link.tx_energy_j, per client)."""
+        return self.tx_power_w * self.upload_time_s(share)
+
+
+def equal_shares(uplink: Uplink) -> np.ndarray:
+    """1/m of the band each (today's FDMA split among m clients sending together)."""
+    return np.full(uplink.n, 1.0 / uplink.n)
+
+
+def share_for_time(uplink: Uplink, time_s) -> np.ndarray:
+    """Per client the least share of the band on which its upload takes at most time_s
+    (a number or one per client): inf where even the whole band is too slow. Bisection
+    on the upload time, which falls as the share grows, to adjacent floats."""
+    time_s = np.broadcast_to(np.asarray(time_s, dtype=float), (uplink.n,))
+    feasible = uplink.upload_time_s(np.ones(uplink.n)) <= time_s
+    low, high = np.zeros(uplink.n), np.ones(uplink.n)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (low + high)
+        if np.all((mid == low) | (mid == high)):
+            break
+        fits = uplink.upload_time_s(mid) <= time_s
+        low, high = np.where(fits, low, mid), np.where(fits, mid, high)
+    return np.where(feasible, high, np.inf)
+
+
+def equal_finish_shares(uplink: Uplink) -> np.ndarray:
+    """Shares that end every upload at the same instant T (uploads starting together),
+    which minimise the longest upload time with the shares summing to 1.
+
+    Rate linear in the share (fixed SNR): t_k = bits_k / (s_k W log2(1 + snr_k)) equal
+    gives s_k proportional to bits_k / log2(1 + snr_k), in closed form. SNR over the share
+    (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T),
+    with scipy.optimize.brentq between the longest upload on the whole band and the
+    longest on equal shares (bracketed, so it converges), so it is never longer than
+    equal's; every share is then taken at that one T."""
+    if uplink.linear:
+        need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
+        return need / need.sum()
+    alone_s = float(np.max(uplink.upload_time_s(np.ones(uplink.n))))
+    equal_s = float(np.max(uplink.upload_time_s(equal_shares(uplink))))
+
+    def excess(time_s: float) -> float:
+        return float(share_for_time(uplink, time_s).sum()) - 1.0
+
+    if uplink.n == 1 or excess(equal_s) >= 0:  # equal's longest is already the least
+        return equal_shares(uplink)
+    time_s = brentq(excess, alone_s, equal_s, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+    for _ in range(8):  # the root may sit a float on the crowded side
+        if excess(time_s) <= 0:
+            break
+        time_s = float(np.nextafter(time_s, np.inf))
+    return share_for_time(uplink, time_s)

@@ -1,0 +1,146 @@
+"""What a policy sees (Observation), what it decides (Decision), and the check that refuses
+a decision breaking the round's limits (check_decision), naming the policy, client and value."""
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from fedjoule.errors import FedjouleError
+
+# Normalised shares s / sum(s) sum to 1 within a few ulps; this much more is round-off.
+SHARE_SUM_SLACK = 1e-9
+CSI_FIELDS = ("sinr_db", "mean_sinr_db")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the server knows about the round's candidates (online and eligible now), one
+    array entry per candidate, in the order of `client_id`. docs/policies.md says when
+    each field is known. nan: not known yet (the client never reported it)."""
+
+    round_index: int  # the round (sync), dispatch (async) or edge round, from 0
+    n_clients: int  # the population N: client ids are 0 .. N-1
+    client_id: np.ndarray  # (n,) int, the candidates
+    n_samples: np.ndarray  # (n,) local training samples, known at enrolment
+    battery_fraction: np.ndarray  # (n,) last reported state of charge 0..1 (1: mains)
+    upload_rate_bps: np.ndarray  # (n,) mean rate of its last upload; nan before one
+    round_time_s: np.ndarray  # (n,) dispatch to arrival of its last update; nan before
+    loss: np.ndarray  # (n,) its last reported training loss (root mean square); nan before
+    participations: np.ndarray  # (n,) int, updates it delivered so far
+    age_rounds: np.ndarray  # (n,) int, rounds since it was last selected (r + 1: never)
+    staleness_rounds: np.ndarray  # (n,) int, model versions its last update lagged by
+    # Channel state, only with policy.csi last (the previous round's) or oracle (this
+    # round's): the SNR, or SINR under co-channel interference, over the whole band (dB),
+    # and its mean over fading (path loss and shadowing only), the average PF compares with
+    sinr_db: np.ndarray | None = None
+    mean_sinr_db: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(np.asarray(self.client_id))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("round_index", "n_clients") or value is None:
+                continue
+            value = np.asarray(value)
+            object.__setattr__(self, f.name, value)
+            if value.shape != (n,):
+                raise ValueError(f"Observation.{f.name} has shape {value.shape}, not ({n},)")
+
+    def needs_csi(self, policy: str) -> None:
+        """Refuse a channel-driven policy when the observation carries no channel state."""
+        if self.sinr_db is None:
+            raise FedjouleError(
+                f"policy {policy!r} needs the channel state (SNR/SINR): set policy.csi to "
+                "last or oracle"
+            )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's choice for one round: the selected clients, and per selected client (in
+    the order of `client_id`) what it sets; None leaves the scenario's value."""
+
+    client_id: np.ndarray  # (m,) int, the selected clients
+    band_share: np.ndarray | None = None  # (m,) fraction of the cell's uplink band
+    cpu_freq_hz: np.ndarray | None = None  # (m,) within each client's DVFS range
+    local_steps: np.ndarray | None = None  # (m,) int, at least 1
+
+
+def check_decision(
+    decision: Decision,
+    policy: str,
+    candidates: np.ndarray,
+    freq_range_hz: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Refuse a decision that selects an unknown client or one twice, gives a negative or
+    not-a-number share or shares summing to more than the band, a CPU frequency outside the
+    client's DVFS range (freq_range_hz: lowest and highest, arrays over `candidates`), or
+    fewer than 1 local step: a FedjouleError naming the policy, the client and the value."""
+    ids = np.asarray(decision.client_id)
+    position = {int(c): i for i, c in enumerate(np.asarray(candidates))}
+    seen: set[int] = set()
+    for c in ids.tolist():
+        if c not in position:
+            raise FedjouleError(
+                f"policy {policy!r} selected client {c}, which is not among the round's "
+                f"{len(position)} candidates (online and eligible)"
+            )
+        if c in seen:
+            raise FedjouleError(f"policy {policy!r} selected client {c} more than once")
+        seen.add(c)
+    for name in ("band_share", "cpu_freq_hz", "local_steps"):
+        value = getattr(decision, name)
+        if value is not None and np.shape(value) != ids.shape:
+            raise FedjouleError(
+                f"policy {policy!r} gave {np.size(value)} values of {name} for "
+                f"{len(ids)} selected clients"
+            )
+    if decision.band_share is not None:
+        _check_shares(policy, ids, np.asarray(decision.band_share, dtype=float))
+    if decision.cpu_freq_hz is not None:
+        if freq_range_hz is None:
+            raise FedjouleError(f"policy {policy!r} set CPU frequencies, but no DVFS range")
+        rows = np.array([position[c] for c in ids.tolist()], dtype=int)
+        low, high = (np.asarray(r, dtype=float)[rows] for r in freq_range_hz)
+        _check_frequencies(policy, ids, np.asarray(decision.cpu_freq_hz, dtype=float), low, high)
+    if decision.local_steps is not None:
+        _check_steps(policy, ids, np.asarray(decision.local_steps))
+
+
+def _check_shares(policy: str, ids: np.ndarray, shares: np.ndarray) -> None:
+    bad = np.flatnonzero(~(shares >= 0))  # negative or nan
+    if bad.size:
+        i = bad[0]
+        raise FedjouleError(
+            f"policy {policy!r}: client {ids[i]}'s band share is {shares[i].item()!r}; a share is "
+            "a fraction of the band, at least 0"
+        )
+    total = float(shares.sum())
+    if total > 1 + SHARE_SUM_SLACK:
+        i = int(np.argmax(shares))
+        raise FedjouleError(
+            f"policy {policy!r}: the band shares of the {len(ids)} selected clients sum to "
+            f"{total!r}, more than the whole band (1); the largest is client {ids[i]}'s "
+            f"{shares[i].item()!r}"
+        )
+
+
+def _check_frequencies(policy, ids, freq_hz, low_hz, high_hz) -> None:
+    bad = np.flatnonzero(~((freq_hz >= low_hz) & (freq_hz <= high_hz)))
+    if bad.size:
+        i = bad[0]
+        raise FedjouleError(
+            f"policy {policy!r}: client {ids[i]}'s CPU frequency {freq_hz[i]:g} Hz is outside "
+            f"its DVFS range, {low_hz[i]:g} to {high_hz[i]:g} Hz"
+        )
+
+
+def _check_steps(policy: str, ids: np.ndarray, steps: np.ndarray) -> None:
+    as_float = steps.astype(float)
+    bad = np.flatnonzero(~((as_float >= 1) & (as_float == np.floor(as_float))))
+    if bad.size:
+        i = bad[0]
+        raise FedjouleError(
+            f"policy {policy!r}: client {ids[i]}'s local steps are {steps[i].item()!r}; "
+            "allowed: a whole number, at least 1"
+        )
