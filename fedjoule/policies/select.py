@@ -32,14 +32,13 @@ def spectral_efficiency(sinr_db: np.ndarray) -> np.ndarray:
     return shannon_rate_bps(1.0, db_to_linear(sinr_db))
 
 
-def select_random(
-    obs: Observation, m: int, gen: np.random.Generator, weights: np.ndarray | None = None
+def uniform_draw(
+    candidates: np.ndarray, m: int, gen: np.random.Generator, weights: np.ndarray | None = None
 ) -> np.ndarray:
-    """Uniform sampling of m candidates without replacement (or in proportion to `weights`
-    over the candidates, 0 excluding), today's draw of round_rules.select_clients bit for
-    bit when `gen` is its stream rng.stream(seed, "selection", r, *key) and m its
-    selection_size. Bernoulli participation stays in round_rules."""
-    candidates, p = obs.client_id, None
+    """m of the candidates without replacement, uniformly or in proportion to `weights`
+    (one per candidate; 0 excludes), sorted: the draw of today's selection
+    (round_rules.select_clients, both engines)."""
+    p = None
     if weights is not None:
         weights = np.asarray(weights, dtype=float)
         candidates, weights = candidates[weights > 0], weights[weights > 0]
@@ -47,6 +46,16 @@ def select_random(
     if len(candidates) == 0:
         return candidates
     return np.sort(gen.choice(candidates, min(m, len(candidates)), replace=False, p=p))
+
+
+def select_random(
+    obs: Observation, m: int, gen: np.random.Generator, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Uniform sampling of m candidates without replacement (or in proportion to `weights`
+    over the candidates, 0 excluding), today's draw of round_rules.select_clients bit for
+    bit when `gen` is its stream rng.stream(seed, "selection", r, *key) and m its
+    selection_size. Bernoulli participation stays in round_rules."""
+    return uniform_draw(obs.client_id, m, gen, weights)
 
 
 def select_round_robin(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 from fedjoule import rng
 from fedjoule.algorithms.learning import round_lr  # noqa: F401 - the rules' names
 from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
+from fedjoule.policies.select import uniform_draw
 from fedjoule.simulator.client import ClientRecord
 from fedjoule.simulator.transfers import arrivals_kept, overcommit_count  # noqa: F401
 
@@ -51,8 +52,7 @@ def select_clients(
     if training.participation == "bernoulli":
         return bernoulli_participants(candidates, training.participation_prob, gen)
     m = selection_size(training.clients_per_round, scenario.round.overcommit, len(candidates))
-    p = None if weights is None else weights / weights.sum()
-    return np.sort(gen.choice(candidates, m, replace=False, p=p))
+    return uniform_draw(candidates, m, gen, weights)
 
 
 def selection_size(clients_per_round: int, overcommit: float, n_candidates: int) -> int:
