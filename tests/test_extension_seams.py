@@ -89,8 +89,9 @@ def cli_run(out, kind: str, *more: str) -> int:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A training run (the API) and a system-only run (the command line) of metered, and
-    the system-only run of sync; then the registrations undone."""
+    """A training run (the API), the same stopped after round 1 and resumed, and a
+    system-only run (the command line) of metered, and the system-only run of sync; then
+    the registrations undone."""
     tmp = tmp_path_factory.mktemp("seams")
     with (
         energy_kinds.registered(SEAL),
@@ -100,9 +101,16 @@ def runs(tmp_path_factory):
         overrides = {**SMALL, "protocol.kind": "metered", "output.timeline_rounds": [0]}
         fedjoule.run("default", tmp / "trained", overrides=overrides, device="cpu", threads=1)
         assert (tmp / "trained" / "timeline_round_0.png").exists()  # its seal events drawn
+        # stopped after round 1 (its checkpoint: the toy's ledger column and server state)
+        first = fedjoule.run(
+            "default", tmp / "resumed", overrides=overrides, device="cpu", threads=1,
+            on_round=lambda row: row["round"] < 1,
+        )  # fmt: skip
+        assert first.stopped_early
+        fedjoule.run(None, tmp / "resumed", resume=True, device="cpu", threads=1)
         assert cli_run(tmp / "metered", "metered") == 0
         assert cli_run(tmp / "sync", "sync") == 0
-    return {name: read(tmp / name) for name in ("trained", "metered", "sync")}
+    return {name: read(tmp / name) for name in ("trained", "resumed", "metered", "sync")}
 
 
 @pytest.mark.parametrize("name", ["trained", "metered"])
@@ -127,6 +135,16 @@ def test_each_toy_joule_is_in_every_file(runs, name):
         sum(float(row["energy_total_j"]) for row in rounds), rel=1e-12
     )
     assert summary["protocol"] == "metered"
+
+
+def test_a_resumed_run_is_the_uninterrupted_one(runs):
+    def steady(row: dict) -> dict:
+        return {k: v for k, v in row.items() if k != "wall_time_s"}
+
+    (trained, clients, summary, events), again = runs["trained"], runs["resumed"]
+    assert [steady(row) for row in again[0]] == [steady(row) for row in trained]
+    assert again[1] == clients and again[3] == events
+    assert steady(again[2]) == steady(summary)
 
 
 def test_metered_is_sync_plus_its_seals(runs):
