@@ -54,7 +54,8 @@ PROTOCOL_DEFAULTS = {
 def default(section, name: str):
     """A null field's default under its protocol section (docs/protocols.md): its kind's,
     else the first kind's that reads the field."""
-    for declaration in (DECLARATIONS[section.kind], *DECLARATIONS.values()):
+    own = DECLARATIONS.get(section.kind, SYNC)
+    for declaration in (own, *DECLARATIONS.values()):
         if name in declaration.defaults:
             value = declaration.defaults[name]
             return value(section) if callable(value) else value
