@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from fedjoule import rng
+from fedjoule import energy_kinds, rng
 from fedjoule.algorithms.learning import round_lr  # noqa: F401 - the rules' names
-from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS, Derived
+from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.simulator.client import ClientRecord
 from fedjoule.simulator.transfers import arrivals_kept, overcommit_count  # noqa: F401
 
@@ -19,8 +19,8 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
 # (Derived: with the registered energy kinds too)
-LEDGER_FIELDS = Derived(lambda: ("selected", "arrived", *DEVICE_FIELDS))
-SUMMED = Derived(lambda: (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s"))
+LEDGER_FIELDS = energy_kinds.Derived(lambda: ("selected", "arrived", *DEVICE_FIELDS))
+SUMMED = energy_kinds.Derived(lambda: (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s"))
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:
