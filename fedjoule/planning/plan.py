@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fedjoule import __version__
 from fedjoule.arguments import ArgumentError, grid_cell, shown
-from fedjoule.energy_kinds import ENERGY_FIELDS
+from fedjoule.energy_kinds import ENERGY_FIELDS, Derived
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.replay import reprice
@@ -47,19 +47,28 @@ REPRICE, PER_CELL = "reprice", "per-cell"
 TIME_INDEPENDENT_AVAILABILITY = ("always", "bernoulli")
 # plan.csv's energy per kind, the ledger's (energy_kinds.ENERGY_FIELDS): E_compute_j,
 # E_tx_j, E_rx_j, E_radio_promotion_j, E_radio_tail_j, E_idle_j; E_total_j is their sum
-KIND_COLUMNS = {"E_" + name.removeprefix("energy_"): name for name in ENERGY_FIELDS}
-FIGURES = ("E_total_j", *KIND_COLUMNS, "time_to_target_s")  # of a reached (K, cell)
-COLUMNS = (
-    "K",
-    "snr_db",
-    "bandwidth_hz",
-    "rounds_to_target",
-    "reached",
-    *FIGURES,
-    "is_best",
-    "priced_by",
-    "x",  # the cell's communication energy per round / energy per local step (breakeven.py)
+# (Derived: with the registered kinds too)
+KIND_COLUMNS = Derived(lambda: ("E_" + name.removeprefix("energy_") for name in ENERGY_FIELDS))
+FIGURES = Derived(lambda: ("E_total_j", *KIND_COLUMNS, "time_to_target_s"))  # reached (K, cell)
+COLUMNS = Derived(
+    lambda: (
+        "K",
+        "snr_db",
+        "bandwidth_hz",
+        "rounds_to_target",
+        "reached",
+        *FIGURES,
+        "is_best",
+        "priced_by",
+        "x",  # the cell's communication energy per round / energy per local step (breakeven.py)
+    )
 )
+
+
+def kind_of(column: str) -> str:
+    """The energy kind (ledger column) of a plan.csv column of KIND_COLUMNS."""
+    return "energy_" + column.removeprefix("E_")
+
 
 Cell = tuple[float, float]  # (snr_db, bandwidth_hz)
 
@@ -161,9 +170,10 @@ def reprice_blockers(scenario: Scenario) -> list[str]:
             f"protocol.kind={scenario.protocol.kind}: the server dispatches when updates "
             "arrive, so who takes part depends on the channel"
         )
-    elif scenario.protocol.kind == "hierarchical":
+    elif scenario.protocol.kind != "sync":  # hierarchical, or a registered kind
         reasons.append(
-            "protocol.kind=hierarchical: the replay plays sync rounds (docs/protocols.md)"
+            f"protocol.kind={scenario.protocol.kind}: the replay plays sync rounds "
+            "(docs/protocols.md)"
         )
     if channel.outage != "none":
         reasons.append(
@@ -229,7 +239,7 @@ def _summary_figures(summary: dict) -> dict:
     """A learning run's energy to target (stop_at_target: its totals end at the target)."""
     return {
         "E_total_j": summary["energy_to_target_j"],
-        **{column: summary[name] for column, name in KIND_COLUMNS.items()},
+        **{column: summary[kind_of(column)] for column in KIND_COLUMNS},
         "time_to_target_s": summary["time_to_target_s"],
     }
 
@@ -403,7 +413,7 @@ def _reprice(
                 continue
             figures = {
                 "E_total_j": priced.energy_total_j,
-                **{c: priced.energy_j[name] for c, name in KIND_COLUMNS.items()},
+                **{c: priced.energy_j[kind_of(c)] for c in KIND_COLUMNS},
                 "time_to_target_s": priced.sim_time_s,
             }
             rows[k, cell, seed] = _row(k, cell, REPRICE, reached, rounds, figures)
@@ -547,7 +557,7 @@ SEED_STATISTICS = (
     "K* is the cheapest mean, and `indistinguishable` lists the K whose mean energy lies "
     "within the CIs of K*'s (|mean_K - mean_K*| <= ci95_K + ci95_K*)"
 )
-STATISTICS = ("rounds_to_target", *FIGURES)  # averaged over seeds
+STATISTICS = Derived(lambda: ("rounds_to_target", *FIGURES))  # averaged over seeds
 
 
 def seed_means(rows: dict, options: PlanOptions) -> list[dict]:

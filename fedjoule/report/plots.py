@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fedjoule.energy_kinds import KINDS  # noqa: E402
+from fedjoule import energy_kinds  # noqa: E402
 from fedjoule.report import figures  # noqa: E402
 from fedjoule.report.figures import PlotContext  # noqa: E402
 from fedjoule.report.results import ENERGY_FIELDS, read_rounds  # noqa: E402
@@ -23,7 +23,6 @@ ACCURACY_AXES = [
     ("cumulative_energy_j", "cumulative energy", "accuracy_vs_energy.png"),
 ]
 ACCURACY_SERIES = (("accuracy", "test accuracy"), ("worst_client_accuracy", "worst client"))
-ENERGY_LABELS = {kind.column: kind.label for kind in KINDS}  # fedjoule/energy_kinds.py
 
 
 def accuracy_x(
@@ -138,7 +137,7 @@ def plot_energy_by_class(out_dir: Path, context: PlotContext | None = None) -> P
                 range(len(names)),
                 values,
                 bottom=bottom,
-                label=ENERGY_LABELS.get(field, field),
+                label=energy_kinds.label(field),
                 color=colours(i),
             )
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]

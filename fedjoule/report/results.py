@@ -16,72 +16,77 @@ from pathlib import Path
 import numpy as np
 
 from fedjoule.devices.radio import theory_radio_note
-from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, Derived
 from fedjoule.report.table import cell
 from fedjoule.simulator import protocols
 from fedjoule.storage import AppendLog, write_text_atomically
 
-ROUND_COLUMNS = [
-    "round",
-    "sim_time_start_s",
-    "sim_time_end_s",
-    "online",
-    "selected",
-    "arrived",
-    "dropped",
-    "dropped_deadline",
-    "dropped_offline",
-    "dropped_outage",
-    "dropped_battery",
-    "dropped_overcommit",
-    "failed",
-    "diverged",
-    *ENERGY_FIELDS,
-    "energy_total_j",
-    "cumulative_energy_j",
-    END_OF_RUN_TAIL,
-    "uplink_bits",
-    "uplink_airtime_s",
-    "downlink_airtime_s",
-    "compute_time_s",
-    "max_compute_time_s",
-    "server_compute_time_s",
-    "uplink_attempts",
-    "selected_per_cell",
-    "arrived_per_cell",
-    "lr",
-    "accuracy",
-    "loss",
-    "worst_client_accuracy",
-    "client_accuracy_p10",
-    "client_accuracy_std",
-    "probed",
-    "expelled",
-    "expelled_benign",
-    "detection_tpr",
-    "detection_fpr",
-    "wall_time_s",
-]
+# (Derived: a registered energy kind joins ENERGY_FIELDS; fedjoule/energy_kinds.py)
+ROUND_COLUMNS = Derived(
+    lambda: [
+        "round",
+        "sim_time_start_s",
+        "sim_time_end_s",
+        "online",
+        "selected",
+        "arrived",
+        "dropped",
+        "dropped_deadline",
+        "dropped_offline",
+        "dropped_outage",
+        "dropped_battery",
+        "dropped_overcommit",
+        "failed",
+        "diverged",
+        *ENERGY_FIELDS,
+        "energy_total_j",
+        "cumulative_energy_j",
+        END_OF_RUN_TAIL,
+        "uplink_bits",
+        "uplink_airtime_s",
+        "downlink_airtime_s",
+        "compute_time_s",
+        "max_compute_time_s",
+        "server_compute_time_s",
+        "uplink_attempts",
+        "selected_per_cell",
+        "arrived_per_cell",
+        "lr",
+        "accuracy",
+        "loss",
+        "worst_client_accuracy",
+        "client_accuracy_p10",
+        "client_accuracy_std",
+        "probed",
+        "expelled",
+        "expelled_benign",
+        "detection_tpr",
+        "detection_fpr",
+        "wall_time_s",
+    ]
+)
 
-CLIENT_COLUMNS = [
-    "client",
-    "device_class",
-    "train_samples",
-    "cell",
-    "distance_m",
-    "mean_uplink_snr_db",
-    "cpu_freq_hz",
-    "tx_power_w",
-    "selected",
-    "arrived",
-    *ENERGY_FIELDS,
-    "energy_total_j",
-    END_OF_RUN_TAIL,
-    "battery_initial_j",
-    "battery_left_j",
-    "freeloader",
-    "flagged",
-]
+CLIENT_COLUMNS = Derived(
+    lambda: [
+        "client",
+        "device_class",
+        "train_samples",
+        "cell",
+        "distance_m",
+        "mean_uplink_snr_db",
+        "cpu_freq_hz",
+        "tx_power_w",
+        "selected",
+        "arrived",
+        *ENERGY_FIELDS,
+        "energy_total_j",
+        END_OF_RUN_TAIL,
+        "battery_initial_j",
+        "battery_left_j",
+        "freeloader",
+        "flagged",
+    ]
+)
 
 
 class RoundsFile:
@@ -281,7 +286,7 @@ def _percent(part: float, whole: float) -> str:
 
 
 # What a rounds.csv row (training.rounds, rounds_completed, rounds_to_target) counts
-# under each protocol.kind (docs/protocols.md#what-the-files-say)
+# under each built-in protocol.kind (docs/protocols.md#what-the-files-say)
 ROUND_COUNTS = {kind: d.round_counts for kind, d in protocols.DECLARATIONS.items()}
 
 
@@ -296,7 +301,8 @@ def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
     protocol = {}
     if scenario is not None:
         kind = scenario.protocol.kind
-        protocol = {"protocol": kind, "round_counts": ROUND_COUNTS[kind]}
+        # (a registered kind's too: protocols.register)
+        protocol = {"protocol": kind, "round_counts": protocols.DECLARATIONS[kind].round_counts}
     for key, value in summary.items():
         out[key] = value
         if key == "rounds_completed":

@@ -27,6 +27,7 @@ COLOURS = {
     "end_of_run_tail": "#dbdb8d",
     "idle": "#17becf",
 }
+OTHER = "#7f7f7f"  # the events of a registered energy kind (fedjoule/energy_kinds.py)
 # the radio states (simulator/radio_states.py); tail and idle run beside the computation,
 # so they are drawn as a thin bar under the row
 RADIO_LABELS = {
@@ -136,9 +137,10 @@ def _client_row(ax, y: int, rec, start: float, end: float, scale: float, drawn: 
         if kind in ("tail", "end_of_run_tail", "idle"):
             t0 = max(t0, start)  # a tail from an earlier round: its part in this one
             width, left = (t1 - t0) / scale, (t0 - start) / scale
-            ax.barh(y + 0.3, width, left=left, color=COLOURS[key], height=0.15)
+            ax.barh(y + 0.3, width, left=left, color=COLOURS.get(key, OTHER), height=0.15)
             continue
-        ax.barh(y, (t1 - t0) / scale, left=(t0 - start) / scale, color=COLOURS[key], height=0.7)
+        left, colour = (t0 - start) / scale, COLOURS.get(key, OTHER)
+        ax.barh(y, (t1 - t0) / scale, left=left, color=colour, height=0.7)
         last = max(last, t1)
     if end > last:
         drawn.add("waiting")
@@ -171,6 +173,7 @@ def _timeline_keys(ax, records, drawn: set, deadline_s, deadline_shown: bool, sc
         for k, v in {**LABELS, **RADIO_LABELS}.items()
         if k in drawn or (k == "backhaul_down" and "backhaul_up" in drawn)
     ]
+    handles += [Patch(color=OTHER, label=k) for k in sorted(drawn - set(COLOURS))]
     if any(rec.outcome != "arrived" for rec in records):
         handles.append(
             plt.Line2D([], [], marker="x", color="k", ls="none", label="client left the round")

@@ -8,7 +8,7 @@ import simpy
 from fedjoule.channel.link import Link
 from fedjoule.channel.medium import TransmissionAborted
 from fedjoule.devices.radio import RadioParams, transmit_energy_j, transmit_power_w
-from fedjoule.energy_kinds import ENERGY_FIELDS, total_j
+from fedjoule.energy_kinds import BUILT_IN, DEVICE, ENERGY_FIELDS
 
 # Causes of a client's drop from a round (rounds.csv has a `dropped_<cause>` column each).
 DROP_CAUSES = ("deadline", "outage", "offline", "battery", "overcommit")
@@ -46,10 +46,13 @@ class ClientPlan:
     fail_band_hz: float = 0.0  # the nominal band that SINR is on (as the noise-only rule's)
 
 
-# a client's energy in a round: a float field per energy kind, 0 to start with
-# (fedjoule/energy_kinds.py; keyword-only, so that ClientRecord(client, ...) stays as it is)
+# a client's energy in a round: a float field per built-in energy kind in the total, 0 to
+# start with (fedjoule/energy_kinds.py; keyword-only, so that ClientRecord(client, ...)
+# stays as it is); a registered kind is an attribute, 0 until spent (ClientRecord.spend)
 ClientEnergy = make_dataclass(
-    "ClientEnergy", [(name, float, 0.0) for name in ENERGY_FIELDS], kw_only=True
+    "ClientEnergy",
+    [(k.column, float, 0.0) for k in BUILT_IN if k.spender == DEVICE and k.in_total],
+    kw_only=True,
 )
 ClientEnergy.__module__ = __name__  # (pickled by name, as a class written here)
 
@@ -78,7 +81,19 @@ class ClientRecord(ClientEnergy):
 
     @property
     def energy_total_j(self) -> float:
-        return total_j(self.__dict__)
+        return sum(getattr(self, name) for name in ENERGY_FIELDS)  # energy_kinds.total_j
+
+    def __getattr__(self, name: str):
+        if name in ENERGY_FIELDS:  # a registered kind this client has not spent
+            return 0.0
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def spend(self, column: str, event: str, start_s: float, end_s: float, energy_j: float):
+        """Charge `energy_j` of the energy kind `column` to this client, as an `event` span
+        (events.jsonl) from start_s to end_s: how a model outside the package spends a
+        registered kind (fedjoule/energy_kinds.py)."""
+        setattr(self, column, getattr(self, column) + energy_j)
+        _span(self, event, start_s, end_s, energy_j)
 
 
 class BatteryGuard:

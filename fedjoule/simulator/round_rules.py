@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from fedjoule import rng
+from fedjoule import energy_kinds, rng
 from fedjoule.algorithms.learning import round_lr  # noqa: F401 - the rules' names
 from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.policies.select import uniform_draw
@@ -19,8 +19,9 @@ PROBE_LOSS_BITS = 32  # the probe's uploaded loss, one float32
 # (the draw conditioned on somebody taking part) directly: see bernoulli_participants.
 BERNOULLI_REDRAWS = 10_000
 BERNOULLI_DRAWS = 10_000_000
-LEDGER_FIELDS = ("selected", "arrived", *DEVICE_FIELDS)
-SUMMED = (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s")
+# (Derived: with the registered energy kinds too)
+LEDGER_FIELDS = energy_kinds.Derived(lambda: ("selected", "arrived", *DEVICE_FIELDS))
+SUMMED = energy_kinds.Derived(lambda: (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s"))
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import (
     Field,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -209,6 +210,21 @@ class ProtocolSection(Section):
 
     cross_checks = (_protocol_fields,)
 
+    @field_validator("kind", mode="wrap")
+    @classmethod
+    def _registered_kind(cls, value, handler):
+        """A kind registered from outside the package (protocols.register) is a kind too;
+        an unknown one is refused as the built-in list refuses it, naming every kind."""
+        if isinstance(value, str) and value in protocols.DECLARATIONS:
+            return value
+        if len(protocols.DECLARATIONS) == len(protocols.KINDS):
+            return handler(value)
+        *kinds, last = map(repr, protocols.DECLARATIONS)
+        expected = f"{', '.join(kinds)} or {last}"
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": expected}
+        )
+
     def value(self, name: str):
         """A field's value, or its default when null (docs/protocols.md)."""
         value = getattr(self, name)
@@ -226,10 +242,11 @@ def _protocol_algorithm(v) -> Iterator[tuple[str, str]]:
     name = algorithm.get("name", "fedavg") if raw else algorithm.name
     declared = protocols.DECLARATIONS[kind]  # (the algorithms it runs, why not the others)
     reason = declared.refused.get(name)
-    if reason is None and name not in declared.algorithms and not raw:
+    allowed = declared.algorithms  # None: every algorithm but the refused ones
+    if reason is None and allowed is not None and name not in allowed and not raw:
         reason = _plugin_reason(algorithm)
     if reason:
-        allowed = ", ".join(declared.algorithms)
+        allowed = ", ".join(allowed or ("the others",))
         yield (
             "protocol.kind",
             f"protocol.kind={kind} does not run algorithm.name={name}: {reason}; allowed: "
