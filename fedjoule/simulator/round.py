@@ -106,8 +106,10 @@ def run_on_clock(process):
 
 class RoundSteps:
     """The steps of a round that both engines share, and the synchronous round's sequence
-    (module docstring). An engine adds who is online (1), the clients' transfers (5) and
-    the row's closing (7); `clock` is SimPy's environment or a Clock."""
+    (module docstring); `clock` is SimPy's environment or a Clock. An engine adds `world`,
+    who is online (`online_clients`, 1), the clients' transfers (`transfer`, 5; with
+    `arrivals`, the count that arrived, and `nobody`, a round without clients) and the
+    row's closing (`close_row`, 7)."""
 
     def open_round(self, clock, r: int):
         """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
