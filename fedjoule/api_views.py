@@ -169,10 +169,12 @@ class CapacityDisplay(CapacityView):
         if not self.display.shown:
             return
         # deferred: numpy (the capacity table; only a shown plan needs it)
-        from fedjoule.planning.capacity_report import print_capacity
+        from fedjoule.planning.capacity_report import print_capacity, selection_notice
 
         console = self.display.console if self.display.console.is_jupyter else None
         console = console or Console(stderr=True, markup=False, emoji=False)
-        if figures["engine_notice"]:  # the SimPy engine plays the candidates: why
-            console.print(f"notice: {figures['engine_notice']}")
+        # the SimPy engine plays the candidates: why; --search none's own selection keys
+        for notice in (figures["engine_notice"], selection_notice(scenario, figures)):
+            if notice:
+                console.print(f"notice: {notice}")
         print_capacity(console, scenario, figures)

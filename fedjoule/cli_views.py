@@ -343,10 +343,11 @@ class CapacityBar(CapacityView):
 
     def figures(self, scenario, figures: dict) -> None:
         # deferred: numpy (the capacity table)
-        from fedjoule.planning.capacity_report import print_capacity
+        from fedjoule.planning.capacity_report import print_capacity, selection_notice
 
-        if figures["engine_notice"]:
-            errors.print(Text.assemble(("notice:", "yellow"), " ", figures["engine_notice"]))
+        for notice in (figures["engine_notice"], selection_notice(scenario, figures)):
+            if notice:
+                errors.print(Text.assemble(("notice:", "yellow"), " ", notice))
         print_capacity(console, scenario, figures)
 
 

@@ -15,7 +15,6 @@ so. With several seeds (other worlds), the answer per seed and its mean and 95 %
 import dataclasses
 import math
 from collections.abc import Callable
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
 from fedjoule.simulator.engine import selection_size
+from fedjoule.simulator.round_row import ClientsOfRound
 from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world
@@ -131,7 +131,10 @@ class SimpyCommonDraws(SimpySystemSimulation):
             nonlocal before
             self.sim_time_s = row["sim_time_end_s"]
             now = self.spent_j()
-            self.last_clients = _records_as_arrays(self.last_records, now - before)
+            # the round's records as the numpy engine's arrays, with every client's energy
+            # charged in the round (outside clients' radio tails too)
+            self.last_clients = ClientsOfRound.from_records(self.last_records)
+            self.last_clients.spent_j = now - before
             before = now
             collect(row)
 
@@ -140,21 +143,6 @@ class SimpyCommonDraws(SimpySystemSimulation):
     def spent_j(self) -> np.ndarray:
         """Each client's energy in the rows so far (every kind of the rows' totals)."""
         return sum(self.ledger[name] for name in ENERGY_FIELDS)
-
-
-def _records_as_arrays(records, spent_j: np.ndarray) -> SimpleNamespace:
-    """A SimPy round's client records as the numpy engine's per-round arrays; `spent_j`:
-    every client's energy charged in the round (outside clients' radio tails too)."""
-    clients = np.array([rec.client for rec in records], dtype=int)
-    return SimpleNamespace(
-        client=clients,
-        cell=np.array([rec.cell for rec in records], dtype=int),
-        outcome=np.array([rec.outcome for rec in records], dtype=object),
-        end_s=np.array([rec.end_s for rec in records], dtype=float),
-        energy_total_j=np.array([rec.energy_total_j for rec in records], dtype=float),
-        uplink_airtime_s=np.array([rec.uplink_airtime_s for rec in records], dtype=float),
-        spent_j=spent_j,
-    )
 
 
 def engine_of(scenario: Scenario) -> tuple[str, list[str]]:

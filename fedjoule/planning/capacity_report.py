@@ -6,6 +6,7 @@ from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.report.terminal import FittedTable
 from fedjoule.seeds import physical_range
+from fedjoule.simulator.round_rules import selection_size
 
 CSV_COLUMNS = [
     "clients_per_round", "uplink_bandwidth_hz", "rounds", "client_time_s", "round_time_s",
@@ -55,6 +56,24 @@ def with_ci(figures: dict, key: str) -> str:
     if mean - ci >= low and mean + ci <= high:
         return f"{text} ± {ci:.2g}"
     return f"{text} [{max(mean - ci, low):.3g}, {min(mean + ci, high):.3g}]"
+
+
+def selection_notice(scenario, plan: dict) -> str | None:
+    """The notice `--search none` prints when a sync round selects fewer than all the
+    clients: its selection keys are capacity's own (nested in m: capacity.common_select),
+    so it picks other clients than `run --no-train` (the same law); None when every client
+    is selected, under Bernoulli participation or another protocol (the engine's own
+    draw), or with a search (its candidates compare among themselves)."""
+    training, n = scenario.training, scenario.population.size
+    own_draw = training.participation == "bernoulli" or scenario.protocol.kind != "sync"
+    if plan["search"] != "none" or own_draw:
+        return None
+    if selection_size(training.clients_per_round, scenario.round.overcommit, n) >= n:
+        return None
+    return (
+        "capacity selects with its own keys (nested in m, docs/system-engine.md#capacity): "
+        "the same law as run --no-train's selection, other clients each round"
+    )
 
 
 def print_capacity(console, scenario, plan: dict) -> None:

@@ -1,6 +1,7 @@
-"""The round kernel: one round's steps, written once, on the SimPy clock (docs/round.md).
+"""The round kernel: one round's steps and their sequence, written once (docs/round.md).
 
-A round is these named steps, each a method of `RoundKernel`:
+A round is these named steps, each a method of `RoundSteps` (shared by both engines) or
+of the engine (`RoundKernel` on SimPy, system.SystemEngine on numpy arrays):
 
 1. online    - who is online now and above its battery threshold (`online_clients`)
 2. select    - the round's clients among them (`select`; `who_takes_part` does 1 and 2)
@@ -9,8 +10,8 @@ A round is these named steps, each a method of `RoundKernel`:
                the place where selection and allocation policies will decide)
 4. train     - the selected clients' local steps, in one executor call (`train`; none
                without learning)
-5. transfer  - their SimPy processes: downlink, compute, uplink on the shared media, until
-               every one arrived or was stopped (`transfer`)
+5. transfer  - their downlink, compute, uplink on the shared media, until every one
+               arrived or was stopped (`transfer`: SimPy processes, or numpy arrays)
 6. aggregate - the uploads that arrived into the model (`aggregate`; fewer than
                round.min_clients: a failed round), then the algorithm's probe (`probe_step`)
 7. close the row - ledger, batteries, radio tails, charging, the rounds.csv row (`close_row`)
@@ -18,15 +19,21 @@ A round is these named steps, each a method of `RoundKernel`:
                `finish_round`, simulator/engine.py)
 9. finish    - the running totals, the tails up to the next round (`finish_round`)
 
-`play_round` is steps 1-7 for a synchronous round and `run` the loop over rounds. Steps
+`RoundSteps.sync_round` is steps 1-7 for a synchronous round, written once for both
+engines over a clock: SimPy's environment (`RoundKernel.play_round`) or, for the numpy
+system engine (system.py), a `Clock` whose timeouts move time on at once. Both engines
+call the same open_round, select (round_rules.select_clients), allocate (Allocation) and
+client_round; each plays step 1 over its availability model, step 5 (`transfer`: SimPy
+processes, or the clients' timelines solved in arrays) and step 7 (`close_row`: the
+ledger, batteries and the row's counts and totals from per-client arrays, round_row.py;
+the radio tails and charging each its own way). `run` is the loop over rounds. Steps
 3-5 with the kept client state make `client_round`, which a hierarchical edge server
 plays with its own model (protocols/hierarchical_server.py); the async and buffered
-server dispatches with steps 1, 3, 4 and the clients' processes, and closes each version's
-row with step 7 (protocols/asynchronous_server.py). The learning engine
+server dispatches with steps 1, 3, 4 and the clients' processes, and closes each
+version's row with step 7 (protocols/asynchronous_server.py). The learning engine
 (simulator/engine.py) fills steps 4, 6 and 8; the SimPy system engine (system_simpy.py)
 and the replay of recorded sets (planning/replay.py) run the kernel as it is, the replay
-with its recorded sets as step 2. The numpy system engine (system.py) plays the same
-steps vectorised over the clients (its own copy of steps 1, 2, 5 and 7).
+with its recorded sets as step 2.
 """
 
 import math
@@ -39,16 +46,15 @@ import simpy
 
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
-from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.simulator.checkpoint import Progress
-from fedjoule.simulator.client import DROP_CAUSES, ClientRecord, _span
+from fedjoule.simulator.client import ClientRecord, _span
 from fedjoule.simulator.radio_states import RadioBank
+from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
 from fedjoule.simulator.round_rules import (
     LEDGER_FIELDS,
     PROBE_LOSS_BITS,
-    SUMMED,
     arrivals_kept,
-    cell_columns,
     round_lr,
     select_clients,
 )
@@ -77,41 +83,41 @@ class Played:
     trained: object = None
 
 
-class RoundKernel:
-    """A run between rounds, without learning: ledger, batteries, radios, progress; and the
-    steps of a round (module docstring). The learning engine adds the model."""
+class Clock:
+    """The numpy engine's clock for the round's sequence (RoundSteps.sync_round): a
+    timeout moves `now` on at once, with SimPy's arithmetic (now + delay); the clients'
+    timelines are solved in arrays, so no event waits."""
 
-    learns = False  # True: a model is trained (engine.Simulation)
-    divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
-    protocol = None  # protocols/: None for sync rounds
+    def __init__(self, now: float) -> None:
+        self.now = now
 
-    def __init__(self, world) -> None:
-        self.world = world
-        n = world.population.size
-        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
-        self.battery_j = world.population.battery_initial_j.copy()
-        self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
-        self.progress = Progress()
-        self.last_records: list[ClientRecord] = []
-        self.outside_records: list[ClientRecord] = []
-        # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
-        self.sinr_db: dict[int, list[float]] = {}
+    def timeout(self, delay_s: float) -> None:
+        self.now += delay_s
 
-    # ------------------------------------------------------------------ the steps
-    def open_round(self, env: simpy.Environment, r: int):
+
+def run_on_clock(process):
+    """Drive a round's process body on a Clock to its end; returns its value."""
+    while True:
+        try:
+            next(process)
+        except StopIteration as end:
+            return end.value
+
+
+class RoundSteps:
+    """The steps of a round that both engines share, and the synchronous round's sequence
+    (module docstring); `clock` is SimPy's environment or a Clock. An engine adds `world`,
+    who is online (`online_clients`, 1), the clients' transfers (`transfer`, 5; with
+    `arrivals`, the count that arrived, and `nobody`, a round without clients) and the
+    row's closing (`close_row`, 7)."""
+
+    def open_round(self, clock, r: int):
         """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
-        start its rounds.csv row (a SimPy process body, used with `yield from`)."""
+        start its rounds.csv row (a process body, used with `yield from`)."""
         scenario = self.world.scenario
         if scenario.round.interval_s:
-            yield env.timeout(max(0.0, r * scenario.round.interval_s - env.now))
-        return {"round": r, "sim_time_start_s": env.now, "lr": round_lr(scenario.training, r)}
-
-    def online_clients(self, time_s: float, r: int) -> np.ndarray:
-        """1. Clients online now, with battery above their threshold (or charging)."""
-        world = self.world
-        online = world.availability.online_mask(time_s, r)
-        online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
-        return np.flatnonzero(online)
+            yield clock.timeout(max(0.0, r * scenario.round.interval_s - clock.now))
+        return {"round": r, "sim_time_start_s": clock.now, "lr": round_lr(scenario.training, r)}
 
     def selection_weights(self) -> np.ndarray | None:
         """Each client's selection weight (None: uniform); the learning engine's algorithm
@@ -137,32 +143,16 @@ class RoundKernel:
         """4. Local training from `model` (None here: nothing is trained)."""
         return None
 
-    def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
-        """5. The clients' processes from now on; returns their records (process body)."""
-        records = yield from play_clients(
-            env, self, r, env.now, allocation.clients, allocation.keep, self.training_costs,
-            backhaul=backhaul,
-        )  # fmt: skip
-        return records
-
-    def probe_transfer(self, env: simpy.Environment, r: int, clients: np.ndarray):
-        """5 for the algorithm's loss probe: the probe model down, one forward pass, the
-        loss up (probe_costs), every client awaited; returns their records (process body)."""
-        records = yield from play_clients(
-            env, self, r, env.now, clients, len(clients), self.probe_costs
-        )
-        return records
-
-    def keep(self, trained, records: list[ClientRecord] | None) -> None:
+    def keep(self, trained, records) -> None:
         """After 5: the clients' own state of what they trained (none here)."""
 
-    def client_round(self, env, r: int, selected, lr: float, model=None, backhaul=True):
+    def client_round(self, clock, r: int, selected, lr: float, model=None, backhaul=True):
         """Steps 3-5 for the selected clients from `model`, and the kept client state;
         returns Played (a process body)."""
         allocation = self.allocate(selected, r)
         trained = self.train(model, allocation, r, lr)
-        records = yield from self.transfer(env, r, allocation, backhaul)
-        arrived = sum(rec.outcome == "arrived" for rec in records)
+        records = yield from self.transfer(clock, r, allocation, backhaul)
+        arrived = self.arrivals(records)
         self.keep(trained, records)
         return Played(records, arrived < self.world.scenario.round.min_clients, trained)
 
@@ -173,30 +163,91 @@ class RoundKernel:
     def aggregate(self, played: Played, row: dict) -> None:
         """6. The arrived uploads into the model (nothing here)."""
 
-    def probe_step(self, env: simpy.Environment, r: int, played: Played, row: dict):
+    def probe_step(self, clock, r: int, played: Played, row: dict):
         """6, after the aggregation: the algorithm's second set of clients (none here);
         returns their records (a process body)."""
         return []
         yield  # a generator
 
+    def sync_round(self, clock, r: int):
+        """Steps 1-7 of a synchronous round from clock.now (a process body); returns its
+        rounds.csv row."""
+        scenario = self.world.scenario
+        row = yield from self.open_round(clock, r)
+        online, selected = self.who_takes_part(row["sim_time_start_s"], r)
+        row.update(online=len(online), selected=len(selected))
+        if len(selected) == 0:  # nobody to train: the server waits and tries again
+            yield clock.timeout(scenario.round.idle_wait_s)
+            return self.close_row(row, clock.now, self.nobody(), failed=True)
+        played = yield from self.client_round(clock, r, selected, row["lr"], self.model())
+        if not played.failed:
+            self.aggregate(played, row)
+        probe_records = yield from self.probe_step(clock, r, played, row)
+        if scenario.round.server_time_s:
+            yield clock.timeout(scenario.round.server_time_s)
+        return self.close_row(row, clock.now, played.records, played.failed, probe_records)
+
+
+class RoundKernel(RoundSteps):
+    """A run between rounds on the SimPy clock, without learning: ledger, batteries,
+    radios, progress; the clients' SimPy processes and the row's closing (steps 1, 5, 7).
+    The learning engine adds the model."""
+
+    learns = False  # True: a model is trained (engine.Simulation)
+    divergence_cause: str | None = None  # what a round marked diverged found NaN/inf
+    protocol = None  # protocols/: None for sync rounds
+
+    def __init__(self, world) -> None:
+        self.world = world
+        n = world.population.size
+        self.ledger = {name: np.zeros(n) for name in LEDGER_FIELDS}
+        self.battery_j = world.population.battery_initial_j.copy()
+        self.radios = RadioBank.for_world(world)  # each client's radio tail, across rounds
+        self.progress = Progress()
+        self.last_records: list[ClientRecord] = []
+        self.outside_records: list[ClientRecord] = []
+        # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
+        self.sinr_db: dict[int, list[float]] = {}
+
+    # ------------------------------------------------------------------ the steps
+    def online_clients(self, time_s: float, r: int) -> np.ndarray:
+        """1. Clients online now, with battery above their threshold (or charging)."""
+        world = self.world
+        online = world.availability.online_mask(time_s, r)
+        online &= eligible_mask(self.battery_j, world.population, world.availability, time_s)
+        return np.flatnonzero(online)
+
+    def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
+        """5. The clients' processes from now on, each computing its allocated local steps;
+        returns their records (process body)."""
+        steps = dict(zip(allocation.clients.tolist(), allocation.local_steps.tolist(), strict=True))
+        records = yield from play_clients(
+            env, self, r, env.now, allocation.clients, allocation.keep,
+            lambda k: self.training_costs(k, steps[k]), backhaul=backhaul,
+        )  # fmt: skip
+        return records
+
+    def arrivals(self, records: list[ClientRecord]) -> int:
+        """After 5: how many uploads arrived."""
+        return sum(rec.outcome == "arrived" for rec in records)
+
+    def nobody(self) -> list[ClientRecord]:
+        """The records of a round nobody takes part in."""
+        return []
+
+    def probe_transfer(self, env: simpy.Environment, r: int, clients: np.ndarray):
+        """5 for the algorithm's loss probe: the probe model down, one forward pass, the
+        loss up (probe_costs), every client awaited; returns their records (process body)."""
+        records = yield from play_clients(
+            env, self, r, env.now, clients, len(clients), self.probe_costs
+        )
+        return records
+
     def play_round(self, env: simpy.Environment, r: int):
         """One round in simulated time (a SimPy process body); returns its rounds.csv row."""
         if self.protocol is not None:  # hierarchical: a cloud round
             return (yield from self.protocol.play_round(env, r))
-        scenario = self.world.scenario
-        row = yield from self.open_round(env, r)
-        online, selected = self.who_takes_part(row["sim_time_start_s"], r)
-        row.update(online=len(online), selected=len(selected))
-        if len(selected) == 0:  # nobody to train: the server waits and tries again
-            yield env.timeout(scenario.round.idle_wait_s)
-            return self.close_row(row, env.now, [], failed=True)
-        played = yield from self.client_round(env, r, selected, row["lr"], self.model())
-        if not played.failed:
-            self.aggregate(played, row)
-        probe_records = yield from self.probe_step(env, r, played, row)
-        if scenario.round.server_time_s:
-            yield env.timeout(scenario.round.server_time_s)
-        return self.close_row(row, env.now, played.records, played.failed, probe_records)
+        return (yield from self.sync_round(env, r))
 
     # ------------------------------------------------------------------ the clients' costs
     def probe_costs(self, k: int) -> dict:
@@ -210,10 +261,11 @@ class RoundKernel:
             "up_bits": channel.header_bits + PROBE_LOSS_BITS,
         }
 
-    def training_costs(self, k: int) -> dict:
-        """Client k's bits and computation in a training round (freeloaders compute nothing)."""
+    def training_costs(self, k: int, steps: int | None = None) -> dict:
+        """Client k's bits and computation in a training round of `steps` local steps (None:
+        its scenario's, world.client_steps); freeloaders compute nothing."""
         world = self.world
-        work = 0 if world.freeloader[k] else self.local_work(k)
+        work = 0 if world.freeloader[k] else self.local_work(k, steps)
         return {
             "down_bits": world.downlink_bits,
             "compute_s": work * float(world.step_time_s[k]),
@@ -221,10 +273,11 @@ class RoundKernel:
             "up_bits": world.uplink_bits,
         }
 
-    def local_work(self, k: int) -> float:
-        """Client k's computation this round in plain SGD steps: its steps' counted gradient
-        evaluations plus their vector FLOPs (algorithms/work.py; FedAvg: its steps)."""
-        steps = int(self.world.client_steps[k])
+    def local_work(self, k: int, steps: int | None = None) -> float:
+        """Client k's computation this round in plain SGD steps: its `steps` (None: its
+        scenario's) counted gradient evaluations plus their vector FLOPs
+        (algorithms/work.py; FedAvg: its steps)."""
+        steps = int(self.world.client_steps[k] if steps is None else steps)
         return float(local_work(self.step_gradients, steps, self.world.vector_work))
 
     def server_compute_time_s(self, arrived: int, failed: bool) -> float:
@@ -249,47 +302,33 @@ class RoundKernel:
         training and the probe set."""
         self.last_records = [*records, *probe_records]  # for events.jsonl and the timeline
         self.outside_records = []  # clients outside the round whose radio tails it charges
-        for rec in records:
-            self.ledger["selected"][rec.client] += 1
-            self.ledger["arrived"][rec.client] += rec.outcome == "arrived"
-        spent = [*records, *probe_records]
-        for rec in spent:
-            k = rec.client
+        world = self.world
+        taking_part = ClientsOfRound.from_records(records)
+        threshold_j = world.population.battery_threshold_j
+        book_clients(self.ledger, self.battery_j, threshold_j, taking_part)
+        spent = taking_part
+        if probe_records:  # after the training set's, as the probe came after it
+            probed = ClientsOfRound.from_records(probe_records)
+            book_clients(self.ledger, self.battery_j, threshold_j, probed, count=False)
+            spent = ClientsOfRound.from_records([*records, *probe_records])
+        for rec in self.last_records:
             if rec.uplink_sinr:  # time-mean SINR of each transmission, in dB
-                self.sinr_db.setdefault(k, []).extend(10 * math.log10(s) for s in rec.uplink_sinr)
-            for name in ENERGY_FIELDS:
-                self.ledger[name][k] += getattr(rec, name)
-            self.battery_j[k] = max(0.0, self.battery_j[k] - rec.energy_total_j)
-            if rec.outcome == "battery":  # it stopped exactly at its threshold (no round-off)
-                self.battery_j[k] = min(
-                    self.battery_j[k], self.world.population.battery_threshold_j[k]
+                self.sinr_db.setdefault(rec.client, []).extend(
+                    10 * math.log10(s) for s in rec.uplink_sinr
                 )
         # radio tails running outside the clients' processes, up to the round's end
         tails_j = self.charge_tails(self.radios.settle(end_s))
-        self.radios.ranges.add_records(spent, self.radios.class_index)  # summary's warnings
-        world = self.world
+        self.radios.ranges.add_records(self.last_records, self.radios.class_index)
         # charging since the previous round ended (the wait between rounds included)
         charge(
             self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
         )
-        outcomes = [rec.outcome for rec in records]
         row.update(
             sim_time_end_s=end_s,
-            arrived=outcomes.count("arrived"),
-            dropped=len(records) - outcomes.count("arrived"),
-            **{f"dropped_{cause}": outcomes.count(cause) for cause in DROP_CAUSES},
-            uplink_attempts=sum(rec.uplink_attempts for rec in records),
-            **cell_columns(records, world.topology.n_cells),
             failed=int(failed),
-            downlink_airtime_s=sum(rec.downlink_airtime_s for rec in spent),
-            compute_time_s=sum(rec.compute_time_s for rec in spent),
-            max_compute_time_s=max(
-                (rec.compute_time_s for rec in records if rec.outcome == "arrived"), default=0.0
-            ),
-            server_compute_time_s=self.server_compute_time_s(outcomes.count("arrived"), failed),
+            **row_columns(taking_part, spent, world.topology.n_cells),
         )
-        for name in SUMMED:
-            row[name] = float(sum(getattr(rec, name) for rec in spent))
+        row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
         return with_total(row)
 

@@ -1,5 +1,6 @@
 """The system-only engine: rounds of availability, selection, channel, time and energy
-without training, vectorised with numpy per round (docs/system-engine.md).
+without training, vectorised with numpy per round (docs/system-engine.md). It plays the
+round kernel's sequence and shared steps (simulator/round.py: RoundSteps) on a Clock.
 
 Per round, everything over the N clients (availability, battery eligibility, fading,
 charging, the ledger) is one numpy operation; the m selected clients' timelines
@@ -16,22 +17,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedjoule import rng
 from fedjoule.algorithms.work import local_work
 from fedjoule.channel.cell import round_fading
-from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import airtime_s
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queued_uplink
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
-from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, with_total
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.errors import FedjouleError
-from fedjoule.simulator.client import DROP_CAUSES
-from fedjoule.simulator.round_rules import LEDGER_FIELDS, arrivals_kept, round_lr, select_clients
+from fedjoule.simulator.round import Allocation, Clock, RoundSteps, run_on_clock
+from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
+from fedjoule.simulator.round_rules import LEDGER_FIELDS
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
-from fedjoule.simulator.transfers import nominal_bandwidth_hz
+from fedjoule.simulator.transfers import attempt_fades, nominal_bandwidth_hz, outage_fails
 from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio
 
 
@@ -100,32 +100,11 @@ class _BeforeUpload:
     spent_j: np.ndarray  # battery energy spent up to t_c
 
 
-class ClientsOfRound:
-    """The selected clients' per-round arrays: what they spent, when and how they ended."""
-
-    def __init__(self, clients: np.ndarray, cells: np.ndarray) -> None:
-        m = len(clients)
-        self.client, self.cell = clients, cells
-        for name in ENERGY_FIELDS:
-            setattr(self, name, np.zeros(m))
-        self.downlink_airtime_s, self.compute_time_s = np.zeros(m), np.zeros(m)
-        self.uplink_airtime_s, self.uplink_bits = np.zeros(m), np.zeros(m)
-        self.uplink_attempts = np.zeros(m, dtype=int)
-        self.end_s = np.zeros(m)
-        self.outcome = np.full(m, "running", dtype=object)
-        self.trained = np.zeros(m, dtype=bool)
-        self.budget_j = np.full(m, np.inf)  # the battery budget at the round's start
-        # the radio's tail after the round (VectorRadio's bank): ends, charged up to
-        self.tail_end_s, self.settled_s = np.zeros(m), np.zeros(m)
-        self.spent_j = None  # (N,) every client's energy in the round's row (radio states)
-
-    @property
-    def energy_total_j(self) -> np.ndarray:
-        return sum(getattr(self, name) for name in ENERGY_FIELDS)
-
-
-class SystemEngine:
-    """A system-only run between rounds: ledger, batteries, simulated time."""
+class SystemEngine(RoundSteps):
+    """A system-only run between rounds: ledger, batteries, simulated time. Its rounds
+    are the kernel's sequence and shared steps (round.RoundSteps: open, select, allocate,
+    the row's counts and totals) on a Clock; it plays who is online, the clients'
+    transfers and the row's closing over arrays (steps 1, 5 and 7)."""
 
     def __init__(self, world: SystemWorld):
         reasons = unmodelled(world.scenario)
@@ -160,54 +139,52 @@ class SystemEngine:
             eligible |= self.availability.charging(time_s)
         return np.flatnonzero(online & eligible)
 
-    def select(self, candidates: np.ndarray, r: int) -> np.ndarray:
-        """Uniform selection: the SimPy engine's rule without learning weights."""
-        return select_clients(candidates, self.world.scenario, r)
-
     def play_round(self, r: int) -> dict:
-        scenario = self.world.scenario
-        training, round_section = scenario.training, scenario.round
-        now_s = self.sim_time_s
-        start_s = now_s
-        if round_section.interval_s:  # same arithmetic as the SimPy timeout
-            start_s = now_s + max(0.0, r * round_section.interval_s - now_s)
-        row = {"round": r, "sim_time_start_s": start_s, "lr": round_lr(training, r)}
-        online = self.online_clients(start_s, r)
-        selected = self.select(online, r)
-        row.update(online=len(online), selected=len(selected))
-        if len(selected) == 0:
-            clients = ClientsOfRound(selected, selected)
-            return self._close_row(row, start_s + round_section.idle_wait_s, clients, True)
-        clients = self.play_clients(r, start_s, selected)
-        failed = int((clients.outcome == "arrived").sum()) < round_section.min_clients
-        end_s = float(clients.end_s.max())
-        if round_section.server_time_s:
-            end_s += round_section.server_time_s
-        return self._close_row(row, end_s, clients, failed)
+        """One synchronous round from the last one's end (RoundSteps.sync_round on a
+        Clock); returns its rounds.csv row."""
+        return run_on_clock(self.sync_round(Clock(self.sim_time_s), r))
 
-    def play_clients(self, r: int, start_s: float, selected: np.ndarray) -> ClientsOfRound:
-        """Step 4 for the selected clients (transfers.play_clients), over-commit included:
+    def transfer(self, clock: Clock, r: int, allocation: Allocation, backhaul=True):
+        """5. The selected clients' timelines (play_clients); the clock moves on to the
+        last one's end (a process body)."""
+        clients = self.play_clients(r, clock.now, allocation)
+        clock.now = float(clients.end_s.max())
+        return clients
+        yield  # a generator
+
+    def arrivals(self, clients: ClientsOfRound) -> int:
+        """After 5: how many uploads arrived."""
+        return int((clients.outcome == "arrived").sum())
+
+    def nobody(self) -> ClientsOfRound:
+        """The arrays of a round nobody takes part in."""
+        none = np.zeros(0, dtype=int)
+        return ClientsOfRound(none, none)
+
+    def play_clients(self, r: int, start_s: float, allocation: Allocation) -> ClientsOfRound:
+        """Step 5 for the allocated clients (transfers.play_clients), over-commit included:
         solved once; if the first `keep` arrivals stop the rest, solved again up to then."""
-        keep = arrivals_kept(self.world.scenario, len(selected))
-        clients = self._timelines(r, start_s, selected, math.inf)
+        keep, selected = allocation.keep, allocation.clients
+        clients = self._timelines(r, start_s, allocation, math.inf)
         arrived = clients.outcome == "arrived"
         if len(selected) > keep and arrived.sum() >= keep:
             stop_s = float(np.sort(clients.end_s[arrived])[keep - 1])
-            clients = self._timelines(r, start_s, selected, stop_s)
+            clients = self._timelines(r, start_s, allocation, stop_s)
             arrived = np.flatnonzero(clients.outcome == "arrived")
             # arrivals at the same instant: keep the first `keep` (stable by client order)
             late = arrived[np.argsort(clients.end_s[arrived], kind="stable")][keep:]
             clients.outcome[late] = "overcommit"
         return clients
 
-    def _timelines(self, r: int, start_s: float, sel: np.ndarray, overcommit_s: float):
+    def _timelines(self, r: int, start_s: float, allocation: Allocation, overcommit_s: float):
         """Every selected client's round: backhaul down, downlink, compute, uplink (shared
         per cell), backhaul up; stopped by the deadline, going offline, the battery
         threshold or (at overcommit_s) the over-commit quota."""
         world, scenario = self.world, self.world.scenario
+        sel = allocation.clients
         cells = world.serving_cell[sel]
         out = ClientsOfRound(sel, cells)
-        compute_s, compute_j = self._work_costs(r, sel)
+        compute_s, compute_j = self._work_costs(r, sel, allocation.local_steps)
         # links (cell.round_links): the round's fading of all N clients, as SimPy draws it
         up_fading, down_fading = round_fading(
             scenario.channel, world.population.size, scenario.seed, r
@@ -224,12 +201,11 @@ class SystemEngine:
         self._after_upload(sel, cells, up_end, stops, line, out)
         return out
 
-    def _work_costs(self, r: int, sel: np.ndarray):
-        """The selected clients' compute time and energy (engine.play_round's plan):
-        freeloaders do not compute; the others their counted gradient evaluations and
-        vector FLOPs (algorithms/work.py)."""
+    def _work_costs(self, r: int, sel: np.ndarray, steps: np.ndarray):
+        """The selected clients' compute time and energy for their local `steps`
+        (RoundKernel.training_costs): freeloaders do not compute; the others their counted
+        gradient evaluations and vector FLOPs (algorithms/work.py)."""
         world = self.world
-        steps = world.client_steps[sel]
         counted = local_work(gradients_of_round(world, r), steps, world.vector_work)
         work = np.where(world.freeloader[sel], 0, counted)
         return work * world.step_time_s[sel], work * world.step_energy_j[sel]
@@ -262,11 +238,8 @@ class SystemEngine:
         attempts = 1 + channel.max_retx
         fades = np.repeat(up_fading[sel][:, None], attempts, axis=1)  # (m, A): |h|^2
         if channel.fading_per == "transmission" and attempts > 1:
-            for i, k in enumerate(sel):  # transfers.attempt_fades
-                gen = rng.stream(seed, "fading", r, k)
-                fades[i, 1:] = fading_power(
-                    gen, channel.fading, attempts - 1, k_factor=channel.rician_k
-                )
+            for i, k in enumerate(sel):  # the retransmissions' fresh draws
+                fades[i] = attempt_fades(channel, seed, r, k, up_fading[k])
         if fixed:
             per_attempt = db_to_linear(channel.snr_db) * fades
         else:
@@ -288,7 +261,7 @@ class SystemEngine:
             else:
                 q = attempt_error_probability(channel, mean)
                 for i, k in enumerate(sel):
-                    fails[i] = rng.stream(seed, "outage", r, k).random(attempts) < q[i]
+                    fails[i] = outage_fails(seed, r, k, q[i], attempts)
         succeeds = ~fails.all(axis=1)
         n_attempts = np.where(succeeds, np.argmin(fails, axis=1) + 1, attempts)
         return _Attempts(per_attempt, succeeds, n_attempts)
@@ -478,20 +451,13 @@ class SystemEngine:
         out.settled_s = np.select([in_down, in_comp, promoted], [tk, t_b, t_c], old_settled)
 
     # ------------------------------------------------------------------ bookkeeping
-    def _close_row(self, row: dict, end_s: float, clients: ClientsOfRound, failed: bool) -> dict:
-        """engine.Simulation._close_row for arrays: ledger, batteries, charging, totals."""
+    def close_row(self, row: dict, end_s: float, clients: ClientsOfRound, failed: bool, probe=()):
+        """7. RoundKernel.close_row over arrays (round_row.py: the ledger, batteries, the
+        row's counts and totals); radio tails, charging. `probe`: none without learning."""
         world, pop = self.world, self.world.population
         self.last_clients = clients
         k = clients.client
-        arrived = clients.outcome == "arrived"
-        self.ledger["selected"][k] += 1
-        self.ledger["arrived"][k] += arrived
-        for name in ENERGY_FIELDS:
-            self.ledger[name][k] += getattr(clients, name)
-        battery = np.maximum(0.0, self.battery_j[k] - clients.energy_total_j)
-        flat = clients.outcome == "battery"  # stopped exactly at the threshold
-        battery[flat] = np.minimum(battery[flat], pop.battery_threshold_j[k[flat]])
-        self.battery_j[k] = battery
+        book_clients(self.ledger, self.battery_j, pop.battery_threshold_j, clients)
         tails_j = 0.0
         if self.radio.any:  # the tails left running, then every tail up to the round's end
             self._check_radio_battery(row["round"], clients)
@@ -507,28 +473,12 @@ class SystemEngine:
         if window is not None and end_s > self.sim_time_s:
             gained = pop.charge_power_w * window(self.sim_time_s, end_s)  # E = P_charge * t
             np.minimum(self.battery_j + gained, pop.battery_capacity_j, out=self.battery_j)
-        n_cells = world.topology.n_cells
-        outcomes = clients.outcome
         row.update(
             sim_time_end_s=end_s,
-            arrived=int(arrived.sum()),
-            dropped=int(len(k) - arrived.sum()),
-            **{f"dropped_{cause}": int((outcomes == cause).sum()) for cause in DROP_CAUSES},
-            uplink_attempts=int(clients.uplink_attempts.sum()),
-            selected_per_cell=";".join(map(str, np.bincount(clients.cell, minlength=n_cells))),
-            arrived_per_cell=";".join(
-                map(str, np.bincount(clients.cell[arrived], minlength=n_cells))
-            ),
             failed=int(failed),
-            downlink_airtime_s=float(clients.downlink_airtime_s.sum()),
-            compute_time_s=float(clients.compute_time_s.sum()),
-            max_compute_time_s=float(clients.compute_time_s[arrived].max(initial=0.0)),
-            server_compute_time_s=self.server_compute_time_s(int(arrived.sum()), failed),
-            uplink_bits=float(clients.uplink_bits.sum()),
-            uplink_airtime_s=float(clients.uplink_airtime_s.sum()),
+            **row_columns(clients, clients, world.topology.n_cells),
         )
-        for name in ENERGY_FIELDS:
-            row[name] = float(getattr(clients, name).sum())
+        row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
         return with_total(row)
 

@@ -107,7 +107,13 @@ def attempt_fails(channel, seed: int, r: int, k: int, snr: float, fades: np.ndar
     if channel.rate == "fixed":
         return list(fixed_rate_fails(snr, fades, channel.spectral_efficiency_bits_per_hz))
     q = float(attempt_error_probability(channel, snr))
-    return list(rng.stream(seed, "outage", r, k).random(len(fades)) < q)
+    return list(outage_fails(seed, r, k, q, len(fades)))
+
+
+def outage_fails(seed: int, r: int, k: int, q, attempts: int) -> np.ndarray:
+    """Independent packet errors of client k's `attempts` in round r at error probability q
+    (stream ("outage", r, k)); both engines draw them here."""
+    return rng.stream(seed, "outage", r, k).random(attempts) < q
 
 
 def _faded_link(channel, cell, k: int, tx_power_w: float, fade: float) -> Link:

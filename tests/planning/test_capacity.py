@@ -332,3 +332,23 @@ def test_the_seeds_answer_interval_is_cut_at_zero():
     shown = answer_interval({"answer_mean": mean, "answer_ci95": ci})
     assert shown == f"[0, {mean + ci:.4g}] (mean ± {ci:.4g} cut at 0)"
     assert answer_interval({"answer_mean": 5.0, "answer_ci95": 1.0}) == "± 1"
+
+
+@pytest.mark.parametrize("m, noticed", [(4, True), (24, False)])
+def test_search_none_says_its_selection_keys_are_its_own(tmp_path, m, noticed):
+    """capacity picks a subset of the clients with its own keys (nested in m), so its rounds
+    are not run --no-train's: `--search none` says so; with every client selected, silent."""
+    from typer.testing import CliRunner
+
+    from fedjoule.cli import app
+
+    args = ["capacity", "default-theory", *(f"--set={x}" for x in SMALL)]
+    args += [f"--set=training.clients_per_round={m}", "--search=none", "--rounds=2"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    notice = (
+        "notice: capacity selects with its own keys (nested in m, "
+        "docs/system-engine.md#capacity): the same law as run --no-train's selection, "
+        "other clients each round"
+    )
+    assert (notice in " ".join(result.output.split())) is noticed
