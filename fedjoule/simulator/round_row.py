@@ -4,13 +4,14 @@ The SimPy engine turns its ClientRecords into these arrays; the numpy engine has
 
 import numpy as np
 
-from fedjoule.energy_kinds import ENERGY_FIELDS, total_j
+from fedjoule.energy_kinds import ENERGY_FIELDS, Derived, total_j
 from fedjoule.simulator.client import DROP_CAUSES
 from fedjoule.simulator.round_rules import SUMMED
 
 # the per-client figures a ClientRecord carries as floats (ClientsOfRound.from_records)
-_FLOATS = (*ENERGY_FIELDS, "downlink_airtime_s", "compute_time_s", "uplink_airtime_s",
-           "uplink_bits", "end_s")  # fmt: skip
+# (registered energy kinds included: energy_kinds.register)
+_FLOATS = Derived(lambda: (*ENERGY_FIELDS, "downlink_airtime_s", "compute_time_s",
+                           "uplink_airtime_s", "uplink_bits", "end_s"))  # fmt: skip
 
 
 class ClientsOfRound:
