@@ -40,11 +40,9 @@ def validate(options: ValidateOptions) -> Validated:
     unchecked = "custom" in named and not options.import_plugins
     if options.no_train:  # what `run --no-train` checks before it makes its folder
         # deferred: the system-only engine (numpy, SimPy)
-        from fedjoule.simulator.system_run import choose_engine
-        from fedjoule.simulator.system_world import build_system_world
+        from fedjoule.simulator.system_run import check_system
 
-        choose_engine(scenario, "auto")
-        build_system_world(scenario)
+        check_system(scenario)
     elif not unchecked:  # what `run` checks: the data, the model, the world
         # deferred: torch (the training world; validate --no-train imports none)
         from fedjoule.simulator.world import build_world
