@@ -6,15 +6,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedjoule import rng
 from fedjoule.algorithms.declarations import DECLARATIONS, AlgorithmDeclaration
 from fedjoule.algorithms.message_bits import payload_bits
 from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, place_cell
+from fedjoule.channel.trace import trace_path
 from fedjoule.data.shapes import client_sample_counts, dataset_shape, input_dtype
+from fedjoule.devices.availability import (
+    AlwaysOn,
+    BernoulliDropout,
+    Diurnal,
+    MarkovOnOff,
+    TraceReplay,
+)
+from fedjoule.devices.fedscale import BehaviourReplay, is_fedscale_file
 from fedjoule.devices.population import Population, sample_population, step_costs
+from fedjoule.model_sizes import template_size
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.transfers import with_power_control
-from fedjoule.simulator.world import build_availability, local_steps, pick_freeloaders
 
 
 class CellBackhaul:
@@ -111,15 +121,72 @@ def algorithm_declaration(section) -> AlgorithmDeclaration:
     return counted_declaration(section)
 
 
+def build_availability(section, n_clients: int, seed: int):
+    if section.kind == "always":
+        return AlwaysOn(n_clients)
+    if section.kind == "bernoulli":
+        return BernoulliDropout(section.p_drop, seed, n_clients)
+    if section.kind == "diurnal":
+        return Diurnal(
+            section.diurnal_mean,
+            section.diurnal_amplitude,
+            section.diurnal_phase_h,
+            section.diurnal_phase_spread_h,
+            section.charging_from_h,
+            section.charging_to_h,
+            seed,
+            n_clients,
+        )
+    if section.kind == "trace":
+        path = trace_path(section.trace_file)
+        if is_fedscale_file(path):  # FedScale's behaviour trace format
+            return BehaviourReplay(path, n_clients)
+        return TraceReplay(section.trace_file, n_clients, section.trace_period_s)
+    return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
+
+
+def local_steps(training, client_samples: np.ndarray) -> tuple[np.ndarray, int]:
+    """Steps of each client per round, and the nominal K (FedDC's K-bar): local_steps, or
+    with local_epochs E, ceil(E n_i / B) (each batch holds B samples, so this covers E
+    epochs; the reference code's smaller last batch is not used)."""
+    if training.local_epochs is None:
+        k = training.local_steps
+        return np.full(len(client_samples), k), k
+    steps = np.ceil(training.local_epochs * client_samples / training.batch_size).astype(int)
+    nominal = int(np.ceil(training.local_epochs * client_samples.mean() / training.batch_size))
+    return np.maximum(steps, 1), max(nominal, 1)
+
+
+def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
+    """round(fraction N) clients chosen at random are freeloaders."""
+    mask = np.zeros(n_clients, dtype=bool)
+    count = int(round(fraction * n_clients))
+    mask[rng.stream(seed, "freeloader").choice(n_clients, count, replace=False)] = True
+    return mask
+
+
 def model_size(scenario: Scenario) -> tuple[int, float]:
     """Parameters and forward FLOPs per sample of the scenario's model, from the template and
-    the dataset's known input shape (no data)."""
+    the dataset's known input shape (no data): counted without torch for the built-in
+    templates (model_sizes.py), else by building the model; a stated
+    model.forward_flops_per_sample replaces the FLOPs."""
+    shape, classes = dataset_shape(scenario.dataset)
+    config = scenario.model
+    counted = template_size(config, shape, classes, scenario.dataset.name == "text")
+    if counted is None:
+        return _built_model_size(scenario, shape, classes)
+    n_params, flops = counted
+    return n_params, config.forward_flops_per_sample or flops
+
+
+def _built_model_size(scenario: Scenario, shape, classes: int) -> tuple[int, float]:
+    """model_size of a model this package cannot count by arithmetic (torchvision, custom,
+    initial weights): built with torch, one sample's forward pass counted."""
     # deferred: torch (only to count the model's parameters and FLOPs)
     import torch
 
     from fedjoule.models import build_model  # deferred: torch
 
-    shape, classes = dataset_shape(scenario.dataset)
     model, _ = build_model(scenario.model, shape, classes, scenario.seed)
     if scenario.model.forward_flops_per_sample:
         return model.n_params, scenario.model.forward_flops_per_sample

@@ -7,7 +7,6 @@ import numpy as np
 import torch
 from torch.func import grad, vmap
 
-from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, RoundSetup
 from fedjoule.algorithms.compression import Compressor, payload_bits
 from fedjoule.algorithms.dense import DenseGradient
@@ -24,16 +23,7 @@ from fedjoule.algorithms.registry import build_algorithm
 from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, build_network
 from fedjoule.channel.topology import Topology
-from fedjoule.channel.trace import trace_path
 from fedjoule.data.federated import FederatedData, build_federated_data
-from fedjoule.devices.availability import (
-    AlwaysOn,
-    BernoulliDropout,
-    Diurnal,
-    MarkovOnOff,
-    TraceReplay,
-)
-from fedjoule.devices.fedscale import BehaviourReplay, is_fedscale_file
 from fedjoule.devices.population import Population, sample_population, step_costs
 from fedjoule.errors import FedjouleError
 from fedjoule.models import build_model
@@ -41,6 +31,7 @@ from fedjoule.models.functional import FlatModel
 from fedjoule.scenarios.plausibility import synthetic_data_bytes
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator.evaluation import Evaluator
+from fedjoule.simulator.system_world import build_availability, local_steps, pick_freeloaders
 from fedjoule.simulator.transfers import with_power_control
 
 
@@ -87,50 +78,6 @@ def pick_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise FedjouleError(f"--device {name!r}: expected auto, cpu or cuda")
     return torch.device(name)
-
-
-def build_availability(section, n_clients: int, seed: int):
-    if section.kind == "always":
-        return AlwaysOn(n_clients)
-    if section.kind == "bernoulli":
-        return BernoulliDropout(section.p_drop, seed, n_clients)
-    if section.kind == "diurnal":
-        return Diurnal(
-            section.diurnal_mean,
-            section.diurnal_amplitude,
-            section.diurnal_phase_h,
-            section.diurnal_phase_spread_h,
-            section.charging_from_h,
-            section.charging_to_h,
-            seed,
-            n_clients,
-        )
-    if section.kind == "trace":
-        path = trace_path(section.trace_file)
-        if is_fedscale_file(path):  # FedScale's behaviour trace format
-            return BehaviourReplay(path, n_clients)
-        return TraceReplay(section.trace_file, n_clients, section.trace_period_s)
-    return MarkovOnOff(section.mean_on_s, section.mean_off_s, seed, n_clients)
-
-
-def local_steps(training, client_samples: np.ndarray) -> tuple[np.ndarray, int]:
-    """Steps of each client per round, and the nominal K (FedDC's K-bar): local_steps, or
-    with local_epochs E, ceil(E n_i / B) (each batch holds B samples, so this covers E
-    epochs; the reference code's smaller last batch is not used)."""
-    if training.local_epochs is None:
-        k = training.local_steps
-        return np.full(len(client_samples), k), k
-    steps = np.ceil(training.local_epochs * client_samples / training.batch_size).astype(int)
-    nominal = int(np.ceil(training.local_epochs * client_samples.mean() / training.batch_size))
-    return np.maximum(steps, 1), max(nominal, 1)
-
-
-def pick_freeloaders(fraction: float, n_clients: int, seed: int) -> np.ndarray:
-    """round(fraction N) clients chosen at random are freeloaders."""
-    mask = np.zeros(n_clients, dtype=bool)
-    count = int(round(fraction * n_clients))
-    mask[rng.stream(seed, "freeloader").choice(n_clients, count, replace=False)] = True
-    return mask
 
 
 def make_executor(
