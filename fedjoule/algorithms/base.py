@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from fedjoule.algorithms.declarations import BASE, AlgorithmDeclaration
+from fedjoule.algorithms.declarations import BASE, AlgorithmDeclaration, compression_refusal
 from fedjoule.algorithms.options import AlgorithmConfig
 
 GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minibatch gradients
@@ -88,14 +88,10 @@ class Algorithm:
     # context entry (which the server knows) and rebuilt as reference + decoded
     uplink_wire: ClassVar[tuple[str, ...]] = ("model",)
     upload_references: ClassVar[dict[str, str]] = {"model": "start"}
-    # downlink compression gives each client its own start (and anchor): an algorithm
-    # allows it only when its clients read those through ctx.vector and need no other
-    # broadcast vector
-    downlink_compressible: ClassVar[bool] = False
-    downlink_refusal: ClassVar[str] = (
-        "it does not declare downlink_compressible = True (its clients must read start and "
-        "anchor through ctx.vector and need no other broadcast vector)"
-    )
+    # downlink compression: allowed, else why not; an option value refusing the uplink
+    downlink_compressible: ClassVar[bool] = BASE.downlink_compressible
+    downlink_refusal: ClassVar[str] = BASE.downlink_refusal
+    uplink_refusal: ClassVar[tuple[str, object, str] | None] = BASE.uplink_refusal
     # FLOPs per parameter of the algorithm's own vector operations in one local step, beyond
     # plain SGD's (a correction term and its addition to the gradient); a plug-in's gradient
     # evaluations are counted (work.py, docs/algorithms.md#computation)
@@ -108,6 +104,11 @@ class Algorithm:
             cls.name, cls.needs_probe = d.name, d.needs_probe
             cls.uplink_vectors, cls.downlink_vectors = d.uplink_vectors, d.downlink_vectors
             cls.step_vector_flops = d.step_vector_flops
+            cls.downlink_compressible, cls.downlink_refusal = (
+                d.downlink_compressible,
+                d.downlink_refusal,
+            )
+            cls.uplink_refusal = d.uplink_refusal
 
     def __init__(
         self,
@@ -213,9 +214,11 @@ class Algorithm:
     # ------------------------------------------------------------------ compression
     @classmethod
     def compression_refusal(cls, config, direction: str) -> str | None:
-        """Why this algorithm cannot compress `direction` ('uplink', 'downlink'); None: it can."""
-        if direction == "downlink":
-            return None if cls.downlink_compressible else cls.downlink_refusal
+        """Why this algorithm cannot compress `direction` ('uplink', 'downlink'); None: it can
+        (declarations.compression_refusal over its attributes, then its uplink_wire)."""
+        reason = compression_refusal(cls, config, direction)
+        if reason is not None or direction == "downlink":
+            return reason
         if len(cls.uplink_wire) != cls.uplink_vectors:
             return (
                 f"uplink_wire names {len(cls.uplink_wire)} uploads but uplink_vectors is "

@@ -45,7 +45,6 @@ class Drfa(Algorithm):
     config_class = DrfaConfig
     uplink_wire = ("model", "snapshot")
     upload_references = {"model": "start", "snapshot": "start"}
-    downlink_compressible = True  # (the probe's model goes uncompressed)
 
     def init_state(self, w0):
         if self.config.lambda_init == "samples":

@@ -12,7 +12,6 @@ class FedACG(Algorithm):
 
     declaration = DECLARATIONS["fedacg"]
     config_class = FedACGConfig
-    downlink_compressible = True  # the look-ahead is the one broadcast vector
 
     def init_state(self, w0):
         return {"w": w0.clone(), "m": torch.zeros_like(w0)}

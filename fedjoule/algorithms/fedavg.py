@@ -13,4 +13,3 @@ class FedAvg(Algorithm):
 
     declaration = DECLARATIONS["fedavg"]
     config_class = FedAvgConfig
-    downlink_compressible = True

@@ -21,16 +21,6 @@ class FedDC(Algorithm):
     client_state = ("h_i", "c_i")
     uplink_wire = ("delta", "delta_c")  # the model is rebuilt as start + delta
     upload_references = {}
-    downlink_refusal = "its broadcast carries the control variate c beside the model"
-
-    @classmethod
-    def compression_refusal(cls, config, direction):
-        if direction == "uplink" and config.aggregation == "paper":
-            return (
-                "aggregation: paper averages theta_i + h_i, which the server cannot rebuild "
-                "from the compressed delta_i (it does not know h_i); use aggregation: code"
-            )
-        return super().compression_refusal(config, direction)
 
     def init_state(self, w0):
         zeros = torch.zeros_like(w0)

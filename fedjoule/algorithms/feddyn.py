@@ -35,7 +35,6 @@ class FedDyn(Algorithm):
     declaration = DECLARATIONS["feddyn"]
     config_class = FedDynConfig
     client_state = ("g_i",)
-    downlink_compressible = True
 
     def init_state(self, w0):
         return {"w": w0.clone(), "h": torch.zeros_like(w0)}

@@ -15,7 +15,6 @@ class FedProx(Algorithm):
 
     declaration = DECLARATIONS["fedprox"]
     config_class = FedProxConfig
-    downlink_compressible = True
 
     def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor:
         return self.config.mu * (params - ctx.vector("anchor"))

@@ -30,7 +30,6 @@ class FoolsGold(Algorithm):
 
     declaration = DECLARATIONS["foolsgold"]
     config_class = FoolsGoldConfig
-    downlink_compressible = True
 
     def init_state(self, w0):
         return {"w": w0.clone(), "history": {}, "weights": {}}

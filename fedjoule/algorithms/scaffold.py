@@ -17,7 +17,6 @@ class Scaffold(Algorithm):
     config_class = ScaffoldConfig
     client_state = ("c_i",)
     uplink_wire = ("delta_y", "delta_c")  # differences already: sent as they are
-    downlink_refusal = "its broadcast carries the control variate c beside the model"
 
     def init_state(self, w0):
         return {"w": w0.clone(), "c": torch.zeros_like(w0)}

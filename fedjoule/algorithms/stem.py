@@ -18,7 +18,6 @@ class Stem(Algorithm):
     config_class = StemConfig
     uplink_wire = ("model", "momentum")
     upload_references = {"model": "start", "momentum": "d"}  # d: the broadcast momentum
-    downlink_refusal = "its broadcast carries the momentum d beside the model"
 
     def init_state(self, w0):
         return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}

@@ -23,7 +23,6 @@ class Taco(Algorithm):
     declaration = DECLARATIONS["taco"]
     config_class = TacoConfig
     uplink_wire = ("pseudo_grad",)  # a difference already (lr is the server's own)
-    downlink_refusal = "its clients use the last aggregated update Delta beside the model"
 
     def init_state(self, w0):
         n = self.n_clients

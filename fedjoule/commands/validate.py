@@ -32,10 +32,9 @@ class Validated:
 def validate(options: ValidateOptions) -> Validated:
     """The scenario of `options`, checked; a mistake raises FedjouleError."""
     # deferred: the scenario schema (pydantic; `fedjoule --help` loads this module)
-    from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.scenarios.plausibility import plausibility_warnings
+    from fedjoule.scenarios import loading, plausibility
 
-    scenario = load_scenario(options.scenario, options.overrides)
+    scenario = loading.load_scenario(options.scenario, options.overrides)
     named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
     unchecked = "custom" in named and not options.import_plugins
     if options.no_train:  # what `run --no-train` checks before it makes its folder
@@ -48,4 +47,4 @@ def validate(options: ValidateOptions) -> Validated:
         from fedjoule.simulator.world import build_world
 
         build_world(scenario, data_dir=options.data_dir, device="cpu")
-    return Validated(scenario, plausibility_warnings(scenario), unchecked)
+    return Validated(scenario, plausibility.plausibility_warnings(scenario), unchecked)

@@ -182,15 +182,13 @@ def model_size(scenario: Scenario) -> tuple[int, float]:
 def _built_model_size(scenario: Scenario, shape, classes: int) -> tuple[int, float]:
     """model_size of a model this package cannot count by arithmetic (torchvision, custom,
     initial weights): built with torch, one sample's forward pass counted."""
-    # deferred: torch (only to count the model's parameters and FLOPs)
-    import torch
+    from fedjoule.models import build_model  # deferred: torch (the model, built)
 
-    from fedjoule.models import build_model  # deferred: torch
-
-    model, _ = build_model(scenario.model, shape, classes, scenario.seed)
+    model, w0 = build_model(scenario.model, shape, classes, scenario.seed)
     if scenario.model.forward_flops_per_sample:
         return model.n_params, scenario.model.forward_flops_per_sample
-    example = torch.zeros((1, *shape), dtype=input_dtype(scenario.dataset))
+    # one sample of zeros on the CPU (w0's device), of the input's dtype
+    example = w0.new_zeros((1, *shape), dtype=input_dtype(scenario.dataset))
     return model.n_params, model.forward_flops_per_sample(example)
 
 

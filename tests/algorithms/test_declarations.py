@@ -1,7 +1,8 @@
 """The built-in algorithms' declared facts (algorithms/declarations.py), which the engines
-without training read instead of loading the classes (and torch), equal what the classes
-do: their attributes, their learnt selection, their aggregation FLOPs, and the gradient
-evaluations the dry count counts by training."""
+without training and the scenario checks read instead of loading the classes (and torch),
+equal what the classes do: their attributes, their learnt selection, their aggregation
+FLOPs, their compression refusals, and the gradient evaluations the dry count counts by
+training."""
 
 import pytest
 
@@ -9,7 +10,7 @@ from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.learning import CountedDeclaration, dry_count
 from fedjoule.algorithms.options import BUILT_IN
-from fedjoule.algorithms.registry import ALGORITHMS
+from fedjoule.algorithms.registry import ALGORITHMS, algorithm_class, compression_refusal_of
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator.system_world import algorithm_declaration
 
@@ -90,3 +91,18 @@ def test_a_plugin_is_read_off_its_class_and_counted(tmp_path):
     assert not declared.learnt_selection
     assert declared.aggregation_flops(10, 3) == 270.0
     assert declared.gradient_counts(3) == [[2, 2, 2], [2, 2, 2]]
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_the_declared_compression_refusals_are_the_classes(name):
+    options = [[]] + ([["algorithm.aggregation=paper"]] if name == "feddc" else [])
+    for sets in options:
+        section = load_scenario("default", [f"algorithm.name={name}", *sets]).algorithm
+        cls, config = algorithm_class(section)
+        for direction in ("uplink", "downlink"):
+            declared = compression_refusal_of(section, direction)
+            assert declared == cls.compression_refusal(config, direction), (sets, direction)
+    compressible = name in ("fedavg", "fedprox", "feddyn", "drfa", "drdm", "foolsgold", "fedacg")
+    assert DECLARATIONS[name].downlink_compressible is compressible
+    if name == "feddc":
+        assert compression_refusal_of(section, "uplink").startswith("aggregation: paper")

@@ -1,18 +1,19 @@
 """The protocol object of a run: None for sync rounds (the round kernel's own server),
 else the protocol's SimPy server (asynchronous_server.py, hierarchical_server.py)."""
 
-from fedjoule.simulator.protocols.asynchronous_server import Streaming
-from fedjoule.simulator.protocols.hierarchical_server import Hierarchical
-
 
 def make_protocol(sim):
     """The protocol object of a run (round kernel `sim`; None: sync rounds)."""
     kind = sim.world.scenario.protocol.kind
     if kind == "sync":
         return None
+    # deferred: torch (the servers aggregate models; sync rounds, the default, import none)
+    from fedjoule.simulator.protocols import asynchronous_server, hierarchical_server
+
     if kind == "hierarchical":
-        return Hierarchical(sim)
-    return Streaming(sim)  # (build_world refuses a model with running statistics)
+        return hierarchical_server.Hierarchical(sim)
+    # (build_world refuses a model with running statistics)
+    return asynchronous_server.Streaming(sim)
 
 
 make = make_protocol  # the name protocols.py had
