@@ -17,11 +17,18 @@ for words in sys.argv[1:]:
         code = exc.code or 0
     print(f"\\n{words.split()[0]}: torch loaded {'torch' in sys.modules}, exit code {code}")
 """
-COMMANDS = [["--help"], ["scenarios"], ["profiles"], ["profiles", "nbiot-sensor"]]
-# Not yet: validate --no-train, run --no-train and capacity build the system-only world,
-# which builds the model to count its parameters and FLOPs and counts an algorithm's
-# gradient evaluations by training a toy problem (simulator/system_world.py), and the
-# engines import torch at the top (simulator/engine.py).
+# (validate, run --no-train and capacity on the default scenario: the system-only world
+# counts the model by arithmetic (model_sizes.py) and reads the algorithm's declaration
+# (algorithms/declarations.py); folders relative to the test's temporary cwd)
+COMMANDS = [
+    ["--help"],
+    ["scenarios"],
+    ["profiles"],
+    ["profiles", "nbiot-sensor"],
+    ["validate", "--no-train", "default"],
+    ["run", "--no-train", "default", "--out", "run", "--set", "training.rounds=2"],
+    ["capacity", "default", "--rounds", "5", "--out", "capacity"],
+]
 
 
 def test_the_commands_that_train_nothing_import_no_torch(tmp_path):
@@ -35,3 +42,5 @@ def test_the_commands_that_train_nothing_import_no_torch(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     said = [line for line in done.stdout.splitlines() if ": torch loaded " in line]
     assert said == [f"{c[0]}: torch loaded False, exit code 0" for c in COMMANDS]
+    assert (tmp_path / "run" / "summary.json").is_file()
+    assert (tmp_path / "capacity" / "capacity.json").is_file()

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from fedjoule.algorithms.declarations import BASE, AlgorithmDeclaration, compression_refusal
 from fedjoule.algorithms.options import AlgorithmConfig
 
 GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minibatch gradients
@@ -73,29 +74,41 @@ class RoundSetup:
 class Algorithm:
     """Base class with FedAvg behaviour; the other algorithms override pieces of it."""
 
-    name: ClassVar[str] = "base"
-    uplink_vectors: ClassVar[int] = 1  # model-sized vectors each client uploads
-    downlink_vectors: ClassVar[int] = 1  # model-sized vectors the server broadcasts
+    # a built-in's facts, stated once (declarations.py): a subclass that sets `declaration`
+    # gets its name, vectors, probe and step FLOPs as these class attributes
+    declaration: ClassVar[AlgorithmDeclaration] = BASE
+    name: ClassVar[str] = BASE.name
+    uplink_vectors: ClassVar[int] = BASE.uplink_vectors  # model-sized vectors uploaded
+    downlink_vectors: ClassVar[int] = BASE.downlink_vectors  # model-sized vectors broadcast
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero at first
-    needs_probe: ClassVar[bool] = False  # a second, uniform set returns losses (DRFA, DRDM)
+    needs_probe: ClassVar[bool] = BASE.needs_probe  # a uniform set returns losses (DRFA, DRDM)
     config_class: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig  # the options' model
     # compression (docs/compression.md): the uploads that go on the air, one per uplink
     # vector; those named in upload_references are sent as their difference to that
     # context entry (which the server knows) and rebuilt as reference + decoded
     uplink_wire: ClassVar[tuple[str, ...]] = ("model",)
     upload_references: ClassVar[dict[str, str]] = {"model": "start"}
-    # downlink compression gives each client its own start (and anchor): an algorithm
-    # allows it only when its clients read those through ctx.vector and need no other
-    # broadcast vector
-    downlink_compressible: ClassVar[bool] = False
-    downlink_refusal: ClassVar[str] = (
-        "it does not declare downlink_compressible = True (its clients must read start and "
-        "anchor through ctx.vector and need no other broadcast vector)"
-    )
+    # downlink compression: allowed, else why not; an option value refusing the uplink
+    downlink_compressible: ClassVar[bool] = BASE.downlink_compressible
+    downlink_refusal: ClassVar[str] = BASE.downlink_refusal
+    uplink_refusal: ClassVar[tuple[str, object, str] | None] = BASE.uplink_refusal
     # FLOPs per parameter of the algorithm's own vector operations in one local step, beyond
-    # plain SGD's (a correction term and its addition to the gradient); gradient
-    # evaluations are counted, not stated (work.py, docs/algorithms.md#computation)
-    step_vector_flops: ClassVar[float] = 0.0
+    # plain SGD's (a correction term and its addition to the gradient); a plug-in's gradient
+    # evaluations are counted (work.py, docs/algorithms.md#computation)
+    step_vector_flops: ClassVar[float] = BASE.step_vector_flops
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "declaration" in cls.__dict__:  # a built-in: its declared facts
+            d = cls.declaration
+            cls.name, cls.needs_probe = d.name, d.needs_probe
+            cls.uplink_vectors, cls.downlink_vectors = d.uplink_vectors, d.downlink_vectors
+            cls.step_vector_flops = d.step_vector_flops
+            cls.downlink_compressible, cls.downlink_refusal = (
+                d.downlink_compressible,
+                d.downlink_refusal,
+            )
+            cls.uplink_refusal = d.uplink_refusal
 
     def __init__(
         self,
@@ -131,9 +144,9 @@ class Algorithm:
     @classmethod
     def aggregation_flops(cls, n_params: int, arrived: int) -> float:
         """FLOPs of `aggregate` over `arrived` uploads (a classmethod: the engines without
-        training use it too). FedAvg's weighted mean: a multiply and an add per parameter
-        and upload."""
-        return 2.0 * arrived * n_params
+        training use it too): as its declaration states (FedAvg's weighted mean: a
+        multiply and an add per parameter and upload)."""
+        return cls.declaration.aggregation_flops(n_params, arrived)
 
     def detected(self, state: dict[str, Any]) -> torch.Tensor | None:
         """(N,) bool: clients the algorithm has flagged as freeloaders (None: no detection)."""
@@ -201,9 +214,11 @@ class Algorithm:
     # ------------------------------------------------------------------ compression
     @classmethod
     def compression_refusal(cls, config, direction: str) -> str | None:
-        """Why this algorithm cannot compress `direction` ('uplink', 'downlink'); None: it can."""
-        if direction == "downlink":
-            return None if cls.downlink_compressible else cls.downlink_refusal
+        """Why this algorithm cannot compress `direction` ('uplink', 'downlink'); None: it can
+        (declarations.compression_refusal over its attributes, then its uplink_wire)."""
+        reason = compression_refusal(cls, config, direction)
+        if reason is not None or direction == "downlink":
+            return reason
         if len(cls.uplink_wire) != cls.uplink_vectors:
             return (
                 f"uplink_wire names {len(cls.uplink_wire)} uploads but uplink_vectors is "

@@ -7,6 +7,7 @@ FedDyn local objective and server correction.
 
 import torch
 
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.drfa import Drfa
 from fedjoule.algorithms.feddyn import FedDyn, client_alpha
 from fedjoule.algorithms.options import DrdmConfig
@@ -15,16 +16,9 @@ from fedjoule.algorithms.options import DrdmConfig
 class Drdm(Drfa):
     """DRFA whose clients run the FedDyn objective and whose server applies -h/alpha."""
 
-    name = "drdm"
+    declaration = DECLARATIONS["drdm"]
     config_class = DrdmConfig
     client_state = ("g_i",)
-    step_vector_flops = FedDyn.step_vector_flops  # FedDyn's local objective
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # omega-weighted drift (subtract, multiply, add), h update, weighted mean of the
-        # models, w = (.) - h / alpha, weighted mean of the snapshots
-        return (7.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {**super().init_state(w0), "h": torch.zeros_like(w0)}

@@ -10,6 +10,7 @@ import torch
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import DrfaConfig
 
 HUGE = 1e6  # beyond this, entries are shifted first (else v - (v - 1) rounds to 0)
@@ -40,18 +41,10 @@ def project_simplex(v: torch.Tensor) -> torch.Tensor:
 class Drfa(Algorithm):
     """Lambda-weighted selection, snapshot at t', dual ascent from probe losses; 2 vectors up."""
 
-    name = "drfa"
+    declaration = DECLARATIONS["drfa"]
     config_class = DrfaConfig
-    uplink_vectors = 2  # final model and snapshot
-    needs_probe = True
     uplink_wire = ("model", "snapshot")
     upload_references = {"model": "start", "snapshot": "start"}
-    downlink_compressible = True  # (the probe's model goes uncompressed)
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # weighted means of the models and of the snapshots
-        return 4.0 * arrived * n_params
 
     def init_state(self, w0):
         if self.config.lambda_init == "samples":

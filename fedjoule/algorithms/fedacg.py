@@ -3,21 +3,15 @@
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedACGConfig
 
 
 class FedACG(Algorithm):
     """Clients start from the look-ahead w + lambda m and stay near it; server momentum."""
 
-    name = "fedacg"
+    declaration = DECLARATIONS["fedacg"]
     config_class = FedACGConfig
-    downlink_compressible = True  # the look-ahead is the one broadcast vector
-    step_vector_flops = 3  # 2 beta (theta - look-ahead): subtract, multiply; added
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # look-ahead w + lambda m; mean(theta_i - look-ahead); m <- lambda m + (.); w + m
-        return (2.0 * arrived + 5) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "m": torch.zeros_like(w0)}

@@ -9,37 +9,18 @@ local models plus the mean drift of all N clients. `aggregation: paper` averages
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedDCConfig
 
 
 class FedDC(Algorithm):
     """Penalty alpha_i/2 |theta + h_i - w|^2 plus correction `<theta, c/w_i - c_i>`; 2 vectors."""
 
-    name = "feddc"
+    declaration = DECLARATIONS["feddc"]
     config_class = FedDCConfig
-    uplink_vectors = 2
-    downlink_vectors = 2
     client_state = ("h_i", "c_i")
     uplink_wire = ("delta", "delta_c")  # the model is rebuilt as start + delta
     upload_references = {}
-    downlink_refusal = "its broadcast carries the control variate c beside the model"
-
-    @classmethod
-    def compression_refusal(cls, config, direction):
-        if direction == "uplink" and config.aggregation == "paper":
-            return (
-                "aggregation: paper averages theta_i + h_i, which the server cannot rebuild "
-                "from the compressed delta_i (it does not know h_i); use aggregation: code"
-            )
-        return super().compression_refusal(config, direction)
-
-    # alpha_i (theta + h_i - w) + c / w_i - c_i: six operations; added to the gradient
-    step_vector_flops = 7
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # c + sum(delta c) / N; h_sum + sum(delta); mean theta_i + h_sum / N
-        return (3.0 * arrived + 5) * n_params
 
     def init_state(self, w0):
         zeros = torch.zeros_like(w0)

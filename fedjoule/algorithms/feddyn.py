@@ -3,6 +3,7 @@
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedDynConfig
 
 
@@ -31,16 +32,9 @@ def client_alpha(config, size_weight, client_ids) -> torch.Tensor:
 class FedDyn(Algorithm):
     """Local objective L_i - `<g_i, theta>` + alpha_i/2 |theta-w|^2; server correction -h/alpha."""
 
-    name = "feddyn"
+    declaration = DECLARATIONS["feddyn"]
     config_class = FedDynConfig
     client_state = ("g_i",)
-    downlink_compressible = True
-    step_vector_flops = 4  # alpha_i (theta - w) - g_i; added to the gradient
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # h - (alpha/N) sum(theta_i - w); mean theta_i - h / alpha
-        return (3.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "h": torch.zeros_like(w0)}

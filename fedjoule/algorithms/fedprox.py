@@ -6,16 +6,15 @@ The update rules: docs/algorithms.md#fedprox.
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedProxConfig
 
 
 class FedProx(Algorithm):
     """FedAvg plus the gradient mu * (theta - w) of the proximal term at every local step."""
 
-    name = "fedprox"
+    declaration = DECLARATIONS["fedprox"]
     config_class = FedProxConfig
-    downlink_compressible = True
-    step_vector_flops = 3  # mu (theta - w): subtract, multiply; added to the gradient
 
     def correction(self, params: torch.Tensor, ctx: Context) -> torch.Tensor:
         return self.config.mu * (params - ctx.vector("anchor"))

@@ -4,6 +4,7 @@ histories look alike (sybils, freeloaders). docs/algorithms.md#foolsgold, offici
 import torch
 
 from fedjoule.algorithms.base import Algorithm
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FoolsGoldConfig
 
 
@@ -27,15 +28,8 @@ def foolsgold_weights(history: torch.Tensor, confidence: float = 1.0) -> torch.T
 class FoolsGold(Algorithm):
     """Server keeps H_i = sum of client i's updates; aggregation weights from cosine similarity."""
 
-    name = "foolsgold"
+    declaration = DECLARATIONS["foolsgold"]
     config_class = FoolsGoldConfig
-    downlink_compressible = True
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # deltas, histories += deltas, unit rows (norm: 2, divide: 1), the m x m cosine
-        # similarities (2 m^2 P), the weighted sum (2), its mean and w + total
-        return (2.0 * arrived**2 + 7.0 * arrived + 2) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "history": {}, "weights": {}}

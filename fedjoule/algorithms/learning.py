@@ -1,6 +1,5 @@
 """One round of learning as the simulator and the tests drive it: train, upload, aggregate."""
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -8,8 +7,9 @@ import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
+from fedjoule.algorithms.declarations import AlgorithmDeclaration
 from fedjoule.algorithms.executor import SequentialExecutor
-from fedjoule.algorithms.registry import build_algorithm
+from fedjoule.algorithms.registry import algorithm_class, build_algorithm
 from fedjoule.algorithms.work import GradientCount
 
 
@@ -131,15 +131,6 @@ def _rows(client_ids: torch.Tensor, values, mask: torch.Tensor):
     return client_ids[rows], None if values is None else values[rows.to(values.device)]
 
 
-def round_lr(training, r: int) -> float:
-    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
-    training with it diverges, which the round reports)."""
-    try:
-        return training.lr * training.lr_decay**r
-    except OverflowError:
-        return math.inf
-
-
 def model_is_finite(state: dict) -> bool:
     """No NaN or inf in the global model. Only the model: other server state may hold NaN
     on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
@@ -174,3 +165,33 @@ def dry_count(
         state = aggregate_arrived(algorithm, state, result, everyone)
         counts.append(result.gradients.per_step)
     return counts
+
+
+@dataclass(frozen=True)
+class CountedDeclaration(AlgorithmDeclaration):
+    """A plug-in algorithm's facts for the engines without training, read off its class:
+    its aggregation FLOPs its classmethod's, its gradient evaluations the dry count's."""
+
+    section: Any = None  # its validated `algorithm:` section
+    cls: type | None = None
+
+    def aggregation_flops(self, n_params: int, arrived: int) -> float:
+        return self.cls.aggregation_flops(n_params, arrived)
+
+    def gradient_counts(self, steps: int, rounds: int = 2) -> list[list[int]]:
+        return dry_count(self.section, steps, rounds)
+
+
+def counted_declaration(section) -> CountedDeclaration:
+    """The facts of the algorithm a (plug-in's) section names, read off its class."""
+    cls, _ = algorithm_class(section)
+    return CountedDeclaration(
+        name=cls.name,
+        uplink_vectors=cls.uplink_vectors,
+        downlink_vectors=cls.downlink_vectors,
+        needs_probe=cls.needs_probe,
+        learnt_selection=cls.selection_weights is not Algorithm.selection_weights,
+        step_vector_flops=cls.step_vector_flops,
+        section=section,
+        cls=cls,
+    )

@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from fedjoule.algorithms.declarations import DECLARATIONS, compression_refusal
 from fedjoule.algorithms.options import BUILT_IN, AlgorithmConfig
 from fedjoule.errors import did_you_mean
 from fedjoule.plugins import (
@@ -88,6 +89,15 @@ def algorithm_class(section: AlgorithmConfig) -> "tuple[type[Algorithm], Algorit
         raise PluginError(f"algorithm {section.name!r} is not available here; have {names()}")
     cls, _ = entry_target(entry)
     return cls, section
+
+
+def compression_refusal_of(section: AlgorithmConfig, direction: str) -> str | None:
+    """Why the algorithm a validated section names cannot compress `direction` (None: it
+    can): a built-in's from its declaration (no torch), a plug-in's from its class."""
+    if section.name in DECLARATIONS:
+        return compression_refusal(DECLARATIONS[section.name], section, direction)
+    cls, options = algorithm_class(section)
+    return cls.compression_refusal(options, direction)
 
 
 def build_algorithm(

@@ -6,25 +6,17 @@ The update rules: docs/algorithms.md#scaffold.
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import ScaffoldConfig
 
 
 class Scaffold(Algorithm):
     """Local step y <- y - lr (g(y) - c_i + c); option-II variates; 2 vectors each way."""
 
-    name = "scaffold"
+    declaration = DECLARATIONS["scaffold"]
     config_class = ScaffoldConfig
-    uplink_vectors = 2  # delta y, delta c
-    downlink_vectors = 2  # x, c
     client_state = ("c_i",)
     uplink_wire = ("delta_y", "delta_c")  # differences already: sent as they are
-    downlink_refusal = "its broadcast carries the control variate c beside the model"
-    step_vector_flops = 2  # c - c_i; added to the gradient
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # mean(delta y), x + eta_g (.); sum(delta c), c + (.) / N
-        return (2.0 * arrived + 4) * n_params
 
     def init_state(self, w0):
         return {"w": w0.clone(), "c": torch.zeros_like(w0)}

@@ -7,25 +7,17 @@ d <- g(x_k) + (1 - a)(d - g(x_{k-1})); the server averages both x and d.
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, add_decay, clip_rows
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import StemConfig
 
 
 class Stem(Algorithm):
     """Local STORM momentum; uploads x_i and d_i, the server broadcasts their means."""
 
-    name = "stem"
+    declaration = DECLARATIONS["stem"]
     config_class = StemConfig
-    uplink_vectors = 2
-    downlink_vectors = 2
     uplink_wire = ("model", "momentum")
     upload_references = {"model": "start", "momentum": "d"}  # d: the broadcast momentum
-    downlink_refusal = "its broadcast carries the momentum d beside the model"
-    # d - g(x_{k-1}), x (1 - a), g(x_k) + (.): the STORM update (its gradients are counted)
-    step_vector_flops = 3
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        return 2.0 * arrived * n_params  # the means of x and d
 
     def init_state(self, w0):
         return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}

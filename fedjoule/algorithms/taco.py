@@ -13,23 +13,16 @@ cancel, so the model never settles.
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
+from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import TacoConfig
 
 
 class Taco(Algorithm):
     """Step g + gamma (1 - alpha_i) Delta; alpha-weighted aggregation; expels freeloaders."""
 
-    name = "taco"
+    declaration = DECLARATIONS["taco"]
     config_class = TacoConfig
     uplink_wire = ("pseudo_grad",)  # a difference already (lr is the server's own)
-    downlink_refusal = "its clients use the last aggregated update Delta beside the model"
-    step_vector_flops = 2  # gamma (1 - alpha_i) Delta: a multiply; added to the gradient
-
-    @classmethod
-    def aggregation_flops(cls, n_params, arrived):
-        # mean; <Delta_i, mean> and |Delta_i|^2 (a multiply and an add each); the weighted
-        # sum; w - eta_g lr Delta
-        return (7.0 * arrived + 2) * n_params
 
     def init_state(self, w0):
         n = self.n_clients

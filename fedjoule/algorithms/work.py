@@ -14,11 +14,17 @@ the count depends neither on the executor nor on which clients were selected. A 
 plain-SGD step (dense.DenseGradient.descend, no `grad_at`) is one evaluation.
 """
 
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
-from fedjoule.algorithms.base import Algorithm, GradAt
+import numpy as np
+
+from fedjoule.algorithms.declarations import AlgorithmDeclaration
 from fedjoule.devices.compute import TRAINING_FLOPS_PER_FORWARD_FLOP
+
+if TYPE_CHECKING:  # (types only: the engines without training import no torch)
+    import torch
+
+    from fedjoule.algorithms.base import Algorithm, GradAt
 
 
 class GradientCount:
@@ -34,12 +40,12 @@ class GradientCount:
         self.per_step[k] = max(self.per_step[k], calls)
 
     def direction(
-        self, algorithm: Algorithm, k: int, params, grad_at: GradAt, ctx, setup, active
-    ) -> torch.Tensor:
+        self, algorithm: "Algorithm", k: int, params, grad_at: "GradAt", ctx, setup, active
+    ) -> "torch.Tensor":
         """`algorithm.direction` of step k, its calls of `grad_at` counted."""
         calls = 0
 
-        def counted(p: torch.Tensor) -> torch.Tensor:
+        def counted(p: "torch.Tensor") -> "torch.Tensor":
             nonlocal calls
             calls += 1
             return grad_at(p)
@@ -61,7 +67,10 @@ def evaluations(per_step: list[int], steps: np.ndarray | int) -> np.ndarray | in
 
 
 def vector_work(
-    algorithm_cls: type[Algorithm], n_params: int, forward_flops: float, batch_size: int
+    algorithm_cls: "AlgorithmDeclaration | type[Algorithm]",
+    n_params: int,
+    forward_flops: float,
+    batch_size: int,
 ) -> float:
     """The algorithm's vector FLOPs of one local step (`step_vector_flops` x P) in units of
     one gradient evaluation's training FLOPs (3 x forward FLOPs x B)."""

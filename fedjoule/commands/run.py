@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.threads import run_threads
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,6 @@ def run(
     from fedjoule.scenarios.plausibility import plausibility_warnings
     from fedjoule.simulator.run import run_scenario
     from fedjoule.simulator.world import pick_device
-    from fedjoule.threads import run_threads
 
     view = view or RunView()
     pick_device(options.device)

@@ -32,22 +32,19 @@ class Validated:
 def validate(options: ValidateOptions) -> Validated:
     """The scenario of `options`, checked; a mistake raises FedjouleError."""
     # deferred: the scenario schema (pydantic; `fedjoule --help` loads this module)
-    from fedjoule.scenarios.loading import load_scenario
-    from fedjoule.scenarios.plausibility import plausibility_warnings
+    from fedjoule.scenarios import loading, plausibility
 
-    scenario = load_scenario(options.scenario, options.overrides)
+    scenario = loading.load_scenario(options.scenario, options.overrides)
     named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
     unchecked = "custom" in named and not options.import_plugins
     if options.no_train:  # what `run --no-train` checks before it makes its folder
         # deferred: the system-only engine (numpy, SimPy)
-        from fedjoule.simulator.system_run import choose_engine
-        from fedjoule.simulator.system_world import build_system_world
+        from fedjoule.simulator.system_run import check_system
 
-        choose_engine(scenario, "auto")
-        build_system_world(scenario)
+        check_system(scenario)
     elif not unchecked:  # what `run` checks: the data, the model, the world
         # deferred: torch (the training world; validate --no-train imports none)
         from fedjoule.simulator.world import build_world
 
         build_world(scenario, data_dir=options.data_dir, device="cpu")
-    return Validated(scenario, plausibility_warnings(scenario), unchecked)
+    return Validated(scenario, plausibility.plausibility_warnings(scenario), unchecked)

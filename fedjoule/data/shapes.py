@@ -5,14 +5,16 @@ Datasets whose shape is only known from their files or code (torchvision by clas
 image-folder, text, custom) are loaded, through the same loader as a run (and kept in
 memory, so that the run does not load them again)."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from fedjoule import rng
-from fedjoule.data.federated import check_label_skew, load_dataset, natural_ids
-from fedjoule.data.loaded import LoadedData
 from fedjoule.data.partition import client_sizes, natural_groups, natural_partition
 from fedjoule.errors import FedjouleError
+
+if TYPE_CHECKING:
+    import torch
 
 # name: (input shape, classes, training samples); the loaders' tensors have these shapes
 # (vision.py VISION_DATASETS; tabular.py: Adult one-hot over train+test categories, rows with
@@ -42,9 +44,12 @@ def dataset_shape(section, data_dir=None) -> tuple[tuple[int, ...], int]:
     return tuple(data.x_train.shape[1:]), data.classes
 
 
-def input_dtype(section, data_dir=None) -> torch.dtype:
+def input_dtype(section, data_dir=None) -> "torch.dtype":
     """The dtype of the model's input: int64 (character or token ids) for text or a custom
     factory's integer x; float32 for every other dataset."""
+    # deferred: torch (its dtypes; the counts and the shapes of the table need none)
+    import torch
+
     if section.name == "text":
         return torch.int64
     if section.name == "synthetic" or section.name in DATASET_SHAPES:
@@ -56,6 +61,9 @@ def input_dtype(section, data_dir=None) -> torch.dtype:
 
 def _loaded(section, data_dir, n_clients: int = 1):
     """The section's dataset through its loader (n_clients matters only to text chunks)."""
+    # deferred: torch (a dataset known only from its files or code is loaded)
+    from fedjoule.data.federated import LoadedData, load_dataset
+
     data = load_dataset(section, n_clients, 0, data_dir)
     if not isinstance(data, LoadedData):  # generated per client
         raise FedjouleError(f"dataset.name: {section.name!r} has no shape before generation")
@@ -79,6 +87,9 @@ def client_sample_counts(section, n_clients: int, seed: int, data_dir=None) -> n
         _, _, n_train = DATASET_SHAPES[section.name]
     else:
         data = _loaded(section, data_dir, n_clients)
+        # deferred: torch (the loaded data's natural ids and labels)
+        from fedjoule.data.federated import check_label_skew, natural_ids
+
         if section.partition == "natural":
             ids = natural_ids(data, section)
             groups = natural_groups(ids, n_clients, f"dataset {section.name!r}")

@@ -24,8 +24,8 @@ from fedjoule.errors import FedjouleError
 from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
-from fedjoule.simulator.engine import selection_size
 from fedjoule.simulator.round_row import ClientsOfRound
+from fedjoule.simulator.round_rules import selection_size
 from fedjoule.simulator.system import SystemEngine, unmodelled
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import SystemWorld, build_system_world

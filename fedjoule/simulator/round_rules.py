@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from fedjoule import energy_kinds, rng
-from fedjoule.algorithms.learning import round_lr  # noqa: F401 - the rules' names
 from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.policies.select import uniform_draw
 from fedjoule.simulator.client import ClientRecord
@@ -22,6 +21,15 @@ BERNOULLI_DRAWS = 10_000_000
 # (Derived: with the registered energy kinds too)
 LEDGER_FIELDS = energy_kinds.Derived(lambda: ("selected", "arrived", *DEVICE_FIELDS))
 SUMMED = energy_kinds.Derived(lambda: (*ENERGY_FIELDS, "uplink_bits", "uplink_airtime_s"))
+
+
+def round_lr(training, r: int) -> float:
+    """Round r's learning rate lr x lr_decay^r (inf past the float range, not an error:
+    training with it diverges, which the round reports)."""
+    try:
+        return training.lr * training.lr_decay**r
+    except OverflowError:
+        return math.inf
 
 
 def cell_columns(records: list[ClientRecord], n_cells: int) -> dict:

@@ -9,8 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from fedjoule import __version__
-from fedjoule.algorithms.base import Algorithm
-from fedjoule.algorithms.registry import algorithm_class
 from fedjoule.channel.cell import mean_uplink_snr_db
 from fedjoule.channel.interference import sinr_columns
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
@@ -22,7 +20,11 @@ from fedjoule.scenarios.schema import Scenario
 from fedjoule.simulator import protocols
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
-from fedjoule.simulator.system_world import SystemWorld, build_system_world
+from fedjoule.simulator.system_world import (
+    SystemWorld,
+    algorithm_declaration,
+    build_system_world,
+)
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.vector_radio import RadioBatteryStop
 from fedjoule.storage import AppendLog, replace_atomically, write_text_atomically
@@ -35,8 +37,8 @@ def choose_engine(scenario: Scenario, engine: str) -> tuple[str, list[str]]:
     if engine not in ENGINES:
         raise FedjouleError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
     notices = []
-    cls, _ = algorithm_class(scenario.algorithm)
-    if cls.needs_probe or cls.selection_weights is not Algorithm.selection_weights:
+    algorithm = algorithm_declaration(scenario.algorithm)
+    if algorithm.needs_probe or algorithm.learnt_selection:
         notices.append(
             f"algorithm.name={scenario.algorithm.name}: without training its learnt selection "
             "weights and loss-probe set do not exist; selection is uniform and no probe set "
@@ -61,6 +63,12 @@ def choose_engine(scenario: Scenario, engine: str) -> tuple[str, list[str]]:
             "its own streams, so rounds differ from the SimPy engine's (same law)"
         )
     return engine, notices
+
+
+def check_system(scenario: Scenario) -> None:
+    """What `run --no-train` checks before it makes its folder: the engine, the world."""
+    choose_engine(scenario, "auto")
+    build_system_world(scenario)
 
 
 def run_system(

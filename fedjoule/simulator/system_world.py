@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedjoule import rng
-from fedjoule.algorithms.compression import payload_bits
-from fedjoule.algorithms.learning import dry_count
-from fedjoule.algorithms.registry import algorithm_class
+from fedjoule.algorithms.declarations import DECLARATIONS, AlgorithmDeclaration
+from fedjoule.algorithms.message_bits import payload_bits
 from fedjoule.algorithms.work import vector_work
 from fedjoule.channel.cell import Cell, place_cell
 from fedjoule.channel.trace import trace_path
@@ -91,9 +90,10 @@ class SystemWorld:
     forward_flops: float  # one sample's forward pass
     uplink_bits: float
     downlink_bits: float
-    algorithm_cls: type = NoLearning  # the scenario's algorithm (its stated FLOPs)
+    # the scenario's algorithm's facts (algorithm_declaration): its vectors, stated FLOPs
+    algorithm_cls: AlgorithmDeclaration | type = NoLearning
     vector_work: float = 0.0  # its vector FLOPs per step, in steps (algorithms/work.py)
-    gradient_counts: tuple = ((1,),)  # dry count: evaluations per step, rounds 0, 1, ...
+    gradient_counts: tuple = ((1,),)  # evaluations per step, rounds 0, 1, ... (declared)
 
     @property
     def serving_cell(self) -> np.ndarray:
@@ -107,6 +107,18 @@ def gradients_of_round(world: SystemWorld, r: int) -> list[int]:
     repeat the last round counted)."""
     counts = world.gradient_counts
     return list(counts[min(r, len(counts) - 1)])
+
+
+def algorithm_declaration(section) -> AlgorithmDeclaration:
+    """What the engines without training know of a scenario's algorithm: a built-in's
+    declaration (no torch), or a plug-in's facts read off its class, its gradient
+    evaluations counted by training a toy problem (learning.dry_count)."""
+    if section.name in DECLARATIONS:  # (a built-in name is never replaced)
+        return DECLARATIONS[section.name]
+    # deferred: torch (a plug-in algorithm's class and its dry count)
+    from fedjoule.algorithms.learning import counted_declaration
+
+    return counted_declaration(section)
 
 
 def build_availability(section, n_clients: int, seed: int):
@@ -170,15 +182,13 @@ def model_size(scenario: Scenario) -> tuple[int, float]:
 def _built_model_size(scenario: Scenario, shape, classes: int) -> tuple[int, float]:
     """model_size of a model this package cannot count by arithmetic (torchvision, custom,
     initial weights): built with torch, one sample's forward pass counted."""
-    # deferred: torch (only to count the model's parameters and FLOPs)
-    import torch
+    from fedjoule.models import build_model  # deferred: torch (the model, built)
 
-    from fedjoule.models import build_model  # deferred: torch
-
-    model, _ = build_model(scenario.model, shape, classes, scenario.seed)
+    model, w0 = build_model(scenario.model, shape, classes, scenario.seed)
     if scenario.model.forward_flops_per_sample:
         return model.n_params, scenario.model.forward_flops_per_sample
-    example = torch.zeros((1, *shape), dtype=input_dtype(scenario.dataset))
+    # one sample of zeros on the CPU (w0's device), of the input's dtype
+    example = w0.new_zeros((1, *shape), dtype=input_dtype(scenario.dataset))
     return model.n_params, model.forward_flops_per_sample(example)
 
 
@@ -200,8 +210,8 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
     cell, _ = place_cell(scenario.channel, n, seed, scenario.topology)
     population = with_power_control(scenario, population, cell)
     serving = cell.serving_cell if cell.serving_cell is not None else np.zeros(n, dtype=int)
-    algorithm_cls, _ = algorithm_class(scenario.algorithm)
-    uplink_bits, downlink_bits = payload_bits(scenario, algorithm_cls, n_params)
+    algorithm = algorithm_declaration(scenario.algorithm)
+    uplink_bits, downlink_bits = payload_bits(scenario, algorithm, n_params)
     return SystemWorld(
         scenario=scenario,
         population=population,
@@ -218,7 +228,7 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         forward_flops=flops,
         uplink_bits=uplink_bits,
         downlink_bits=downlink_bits,
-        algorithm_cls=algorithm_cls,
-        vector_work=vector_work(algorithm_cls, n_params, flops, training.batch_size),
-        gradient_counts=tuple(dry_count(scenario.algorithm, int(client_steps.max()))),
+        algorithm_cls=algorithm,
+        vector_work=vector_work(algorithm, n_params, flops, training.batch_size),
+        gradient_counts=tuple(algorithm.gradient_counts(int(client_steps.max()))),
     )

@@ -16,6 +16,7 @@ from fedjoule.algorithms.registry import (
     AlgorithmSection,
     PluginSource,
     algorithm_class,
+    compression_refusal_of,
     section_model,
 )
 from fedjoule.errors import FedjouleError
@@ -477,9 +478,8 @@ def _compression_algorithm(v) -> Iterator[tuple[str, str]]:
     if not isinstance(algorithm, AlgorithmConfig):  # the raw view of a file with problems
         raw = getattr(algorithm, "_data", algorithm)
         algorithm = section_model(raw).model_validate(raw)
-    cls, options = algorithm_class(algorithm)
     for direction in directions:
-        reason = cls.compression_refusal(options, direction)
+        reason = compression_refusal_of(algorithm, direction)
         if reason:
             yield (
                 f"compression.{direction}.kind",

@@ -3,8 +3,6 @@ else the protocol's SimPy server (asynchronous_server.py, hierarchical_server.py
 registered kind's: protocols.register)."""
 
 from fedjoule.simulator.protocols import SERVERS
-from fedjoule.simulator.protocols.asynchronous_server import Streaming
-from fedjoule.simulator.protocols.hierarchical_server import Hierarchical
 
 
 def make_protocol(sim):
@@ -12,11 +10,15 @@ def make_protocol(sim):
     kind = sim.world.scenario.protocol.kind
     if kind == "sync":
         return None
+    # deferred: torch (the servers aggregate models; sync rounds, the default, import none)
+    from fedjoule.simulator.protocols import asynchronous_server, hierarchical_server
+
     if kind == "hierarchical":
-        return Hierarchical(sim)
+        return hierarchical_server.Hierarchical(sim)
     if kind in SERVERS:  # registered from outside the package
         return SERVERS[kind](sim)
-    return Streaming(sim)  # (build_world refuses a model with running statistics)
+    # (build_world refuses a model with running statistics)
+    return asynchronous_server.Streaming(sim)
 
 
 make = make_protocol  # the name protocols.py had
