@@ -71,6 +71,11 @@ class Allocation:
     clients: np.ndarray
     local_steps: np.ndarray
     keep: int
+    # a policy's decisions (issue 29; None: the scenario's value, as today): each client's
+    # fixed share of its cell's uplink band (FDMA; sum over a cell <= 1) and its CPU
+    # frequency in Hz (within its class's DVFS range)
+    band_share: np.ndarray | None = None
+    cpu_freq_hz: np.ndarray | None = None
 
 
 @dataclass
