@@ -21,6 +21,7 @@ from typing import Any
 
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError
+from fedjoule.report.plot_settings import check_style
 from fedjoule.tracking.registry import is_spec, tracker_class
 from fedjoule.tracking.registry import names as tracker_names
 
@@ -337,9 +338,7 @@ def ci(name: str, value: Any) -> str:
 
 def plot_style(name: str, value: Any) -> str | None:
     """None or "default", "paper", or an existing matplotlib style file (.mplstyle)
-    (fedjoule/report/figures.py), as figures.set_plot_style takes it."""
-    from fedjoule.report.figures import check_style  # deferred: matplotlib (figures.py)
-
+    (fedjoule/report/plot_settings.py), as set_plot_style takes it."""
     if value is not None and not isinstance(value, str | os.PathLike):
         raise ArgumentTypeError(
             f"{name}={shown(value)}: expected paper, default or a .mplstyle file's path"

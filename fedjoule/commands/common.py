@@ -1,9 +1,11 @@
-"""What the commands share: the executors, names of output folders, a scenario given as
-an object written where sweep and plan read it, and messages of a resumed run."""
+"""What the commands share: the executors, names of output folders and messages of a
+resumed run."""
 
 import os
 from pathlib import Path
 from typing import Any
+
+from fedjoule.folders import CHECKPOINT
 
 EXECUTORS = ("vectorised", "vmap", "compiled", "sequential")
 
@@ -20,16 +22,15 @@ def scenario_label(scenario: Any) -> str:
 def resume_message(out: Path, first_round: int, total: int) -> str:
     """Where a resumed run continues: `resuming from round 8 of 20: 7 rounds done
     (rounds.csv rows 0-6), checkpoint runs/x/checkpoint.pt`."""
-    # deferred: numpy and pydantic (the checkpoint module), which `fedjoule --help` skips
-    from fedjoule.simulator.checkpoint import NAME
-
     if first_round == 0:
         return f"no checkpoint in {out} yet: starting again from round 1 of {total}"
     if first_round >= total:
-        return f"all {total} rounds done (checkpoint {out / NAME}): writing the run's files"
+        return f"all {total} rounds done (checkpoint {out / CHECKPOINT}): writing the run's files"
     done = (
         "1 round done (rounds.csv row 0)"
         if first_round == 1
         else (f"{first_round} rounds done (rounds.csv rows 0-{first_round - 1})")
     )
-    return f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / NAME}"
+    return (
+        f"resuming from round {first_round + 1} of {total}: {done}, checkpoint {out / CHECKPOINT}"
+    )

@@ -1,12 +1,14 @@
-"""Tables of run summaries as CSV (a sweep's sweep.csv, a report's report.csv)."""
+"""Tables as CSV: run summaries (a sweep's sweep.csv, a report's report.csv) written and
+read, and a run's clients.csv totalled per device class."""
 
 import csv
 import io
 import math
+import sys
+from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
+from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.storage import write_text_atomically
 
 
@@ -18,7 +20,8 @@ def cell(value) -> str:
         return ""
     if isinstance(value, list | tuple):
         return "; ".join(map(str, value))
-    if isinstance(value, float | np.floating):
+    numpy = sys.modules.get("numpy")  # (a numpy float exists only once numpy is loaded)
+    if isinstance(value, float) or (numpy is not None and isinstance(value, numpy.floating)):
         value = float(value)
         if math.isnan(value):
             return "nan"
@@ -41,3 +44,22 @@ def read_table(path: Path) -> list[dict[str, str]]:
     """A table written by write_table, as text cells."""
     with Path(path).open(newline="") as f:
         return list(csv.DictReader(f))
+
+
+def energy_by_class(clients_csv: Path) -> dict[str, dict]:
+    """Per device class: its devices, selections (participations), arrivals and the
+    total of each energy column of clients.csv."""
+    classes: dict[str, dict] = {}
+    with Path(clients_csv).open() as f:
+        for row in csv.DictReader(f):
+            c = classes.setdefault(
+                row["device_class"],
+                {"devices": 0, "selected": 0, "arrived": 0, "energy": defaultdict(float)},
+            )
+            c["devices"] += 1
+            c["selected"] += int(float(row.get("selected") or 0))
+            c["arrived"] += int(float(row.get("arrived") or 0))
+            for field in ENERGY_FIELDS:
+                if row.get(field):
+                    c["energy"][field] += float(row[field])
+    return classes
