@@ -36,7 +36,7 @@ from fedjoule.api_views import (
 )
 from fedjoule.commands.capacity import CapacityOptions
 from fedjoule.commands.capacity import capacity as plan_capacity
-from fedjoule.commands.common import EXECUTORS
+from fedjoule.commands.common import API_WORDS, EXECUTORS, check_resume, check_tracking
 from fedjoule.commands.plan import plan as run_plan
 from fedjoule.commands.run import RunOptions
 from fedjoule.commands.run import run as train
@@ -45,6 +45,7 @@ from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.overrides import grid_texts, override_texts, value_text
 from fedjoule.planning.options import (
     ACCURACIES,
+    BACKENDS,
     OVER,
     SEARCHES,
     Objective,
@@ -169,7 +170,7 @@ def _check_common(**given: Any) -> None:
         "data_dir": lambda v: arguments.path("data_dir", v),
         "device": lambda v: arguments.device("device", v),
         "quiet": lambda v: v is None or arguments.flag("quiet", v),
-        "backend": lambda v: arguments.choice("backend", v, ("local", "ray")),
+        "backend": lambda v: arguments.choice("backend", v, BACKENDS),
         "address": lambda v: arguments.text("address", v, optional=True),
         "workers": lambda v: arguments.workers("workers", v),
         "threads_per_run": lambda v: arguments.threads("threads_per_run", v, optional=False),
@@ -276,15 +277,9 @@ def _run_scenario(
     """The Scenario a run plays, with the tracking asked for; None for a resumed run (the
     scenario recorded in `out`, which a scenario given must equal)."""
 
-    if resume and backends:
-        raise FedjouleError(
-            "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
-        )
-    if resume and overrides:
-        raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
+    check_tracking(bool(backends), resume, False, API_WORDS)
+    check_resume(resume, bool(overrides), out, API_WORDS)
     overrides = _with_tracking(overrides, backends)
-    if resume and out is None:
-        raise FedjouleError("resume=True needs the run folder to continue: out=...")
     if not resume:
         return _scenario(scenario, overrides)
     if scenario is not None:

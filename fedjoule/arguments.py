@@ -34,6 +34,7 @@ MAX_MEMORY_MB = 1e9
 MAX_VALUES = 1000  # values of one grid axis (or of the plan's k, snr_db, bandwidth_hz, cells)
 CI_METHODS = ("t", "bootstrap")  # the intervals over seeds (fedjoule/seeds.py)
 MAX_DEPTH = 20  # nesting of lists and mappings in an override or grid value
+DEVICES = ("auto", "cpu", "cuda")  # where a run trains (auto: CUDA if present)
 MAX_RUNS = 100_000  # points of a sweep's grid, or cells of a plan's (seeds included)
 
 
@@ -320,7 +321,7 @@ def seeds_text(text: str | None, option: str = "--seeds") -> list[int] | None:
 
 
 def device(name: str, value: Any) -> str:
-    return choice(name, value, ("auto", "cpu", "cuda"))
+    return choice(name, value, DEVICES)
 
 
 def threads(name: str, value: Any, optional: bool = True) -> int | None:

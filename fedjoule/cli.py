@@ -72,7 +72,13 @@ from fedjoule.cli_views import (
 )
 from fedjoule.commands.capacity import CapacityOptions
 from fedjoule.commands.capacity import capacity as plan_capacity
-from fedjoule.commands.common import EXECUTORS, scenario_label
+from fedjoule.commands.common import (
+    CLI_WORDS,
+    EXECUTORS,
+    check_resume,
+    check_tracking,
+    scenario_label,
+)
 from fedjoule.commands.plan import plan as run_plan
 from fedjoule.commands.report import report as compare_runs
 from fedjoule.commands.run import RunOptions, run_system_only
@@ -188,11 +194,7 @@ def run(
     use_plots(plot_format, plot_style)
     ci_method(ci)
     backends = arguments.tracking("--track", track)
-    if backends and (resume or no_train):
-        raise FedjouleError(
-            "--track: a resumed run keeps the tracking it started with (its scenario.yaml), "
-            "and a --no-train run is not tracked"
-        )
+    check_tracking(bool(backends), resume, no_train, CLI_WORDS)
     set_ = [*(set_ or []), *arguments.tracking_override(backends)] or None
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
@@ -226,10 +228,7 @@ def run(
     # everything is checked before anything is created
     if executor not in EXECUTORS:
         raise FedjouleError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if resume and set_:
-        raise FedjouleError("--resume continues a run as it was; --set cannot change it")
-    if resume and out is None:
-        raise FedjouleError("--resume needs the run folder to continue: --out DIR")
+    check_resume(resume, bool(set_), out, CLI_WORDS)
     loaded = None if resume else reader().load_scenario(scenario, set_ or [])
     options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
     print_run(*train(loaded, out, options, RunBar(quiet, resume)))

@@ -5,7 +5,7 @@ load (planning/sweep.py, plan.py, capacity.py)."""
 import math
 from dataclasses import dataclass, field
 
-from fedjoule.arguments import ArgumentError, grid_cell, shown
+from fedjoule.arguments import DEVICES, ArgumentError, grid_cell, shown
 from fedjoule.errors import FedjouleError
 
 BACKENDS = ("local", "ray")  # where a sweep's runs execute (planning/backends.py)
@@ -58,7 +58,7 @@ class SweepOptions:
             raise FedjouleError("--address is the Ray cluster's address; it needs --backend ray")
         if self.threads_per_run < 1 or (self.workers is not None and self.workers < 1):
             raise FedjouleError("--workers and --threads-per-run must be at least 1")
-        if self.device not in ("auto", "cpu", "cuda"):
+        if self.device not in DEVICES:
             raise FedjouleError(f"--device {self.device!r}: expected auto, cpu or cuda")
 
 
