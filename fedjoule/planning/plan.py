@@ -30,6 +30,7 @@ from fedjoule.energy_kinds import ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
 from fedjoule.planning.options import Cell, PlanOptions
+from fedjoule.planning.plan_plots import plot_energy_vs_k, plot_kstar_breakeven, plot_kstar_heatmap
 from fedjoule.planning.replay import reprice
 from fedjoule.planning.sweep import run_sweep
 from fedjoule.report.results import write_json
@@ -392,13 +393,6 @@ def _plots(
 ) -> dict:
     """The heatmap of K*, energy against K, and where repricing is valid the break-even
     view (K* against x); returns plan.json's breakeven (its staircase, or why skipped)."""
-    # deferred: matplotlib (the plots)
-    from fedjoule.planning.plan_plots import (
-        plot_energy_vs_k,
-        plot_kstar_breakeven,
-        plot_kstar_heatmap,
-    )
-
     options, out = plan.options, plan.out
     plot_kstar_heatmap(
         out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values
