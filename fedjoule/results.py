@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from fedjoule import arguments
 from fedjoule.errors import FedjouleError
-from fedjoule.report.results import ROUND_COLUMNS
-from fedjoule.report.table import cell
+from fedjoule.report.table import ROUND_COLUMNS, cell
 from fedjoule.simulator import checkpoint
 
 if TYPE_CHECKING:

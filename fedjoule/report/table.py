@@ -1,5 +1,5 @@
-"""Tables as CSV: run summaries (a sweep's sweep.csv, a report's report.csv) written and
-read, and a run's clients.csv totalled per device class."""
+"""Tables as CSV: rounds.csv's columns, run summaries (a sweep's sweep.csv, a report's
+report.csv) written and read, and a run's clients.csv totalled per device class."""
 
 import csv
 import io
@@ -8,8 +8,51 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from fedjoule.energy_kinds import ENERGY_FIELDS
+from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS
 from fedjoule.storage import write_text_atomically
+
+# rounds.csv's columns (report/results.py writes it; a protocol's own columns follow them)
+ROUND_COLUMNS = [
+    "round",
+    "sim_time_start_s",
+    "sim_time_end_s",
+    "online",
+    "selected",
+    "arrived",
+    "dropped",
+    "dropped_deadline",
+    "dropped_offline",
+    "dropped_outage",
+    "dropped_battery",
+    "dropped_overcommit",
+    "failed",
+    "diverged",
+    *ENERGY_FIELDS,
+    "energy_total_j",
+    "cumulative_energy_j",
+    END_OF_RUN_TAIL,
+    "uplink_bits",
+    "uplink_airtime_s",
+    "downlink_airtime_s",
+    "compute_time_s",
+    "max_compute_time_s",
+    "server_compute_time_s",
+    "uplink_attempts",
+    "selected_per_cell",
+    "arrived_per_cell",
+    "lr",
+    "accuracy",
+    "loss",
+    "worst_client_accuracy",
+    "client_accuracy_p10",
+    "client_accuracy_std",
+    "probed",
+    "expelled",
+    "expelled_benign",
+    "detection_tpr",
+    "detection_fpr",
+    "wall_time_s",
+]
 
 
 def cell(value) -> str:

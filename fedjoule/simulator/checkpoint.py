@@ -13,11 +13,10 @@ import hashlib
 import json
 import math
 import pickle
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from fedjoule import __version__
 from fedjoule.datafile import open_data_file
@@ -64,10 +63,10 @@ def plain(value: Any) -> Any:
     """`value` with numpy arrays as tensors and numpy scalars as Python numbers, so that
     `torch.load(weights_only=True)` can read it back."""
     torch = load_torch()
-
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # (a numpy value exists only once numpy is loaded)
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return torch.from_numpy(numpy.ascontiguousarray(value))
+    if numpy is not None and isinstance(value, numpy.generic):
         return value.item()
     if torch.is_tensor(value):
         return value.detach().cpu()
