@@ -13,8 +13,8 @@ a result's tables are its folder's CSV files, row for row, with the types restor
 (`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError` with the message the command
 line prints.
 
-Importing this module is cheap: torch, matplotlib, the scenario schema and the engines are
-imported by the functions that need them (it loads numpy, for reading result folders).
+Importing this module is cheap: torch, numpy, matplotlib, the scenario schema and the
+engines are imported by the functions that need them.
 """
 
 from __future__ import annotations
