@@ -13,8 +13,8 @@ a result's tables are its folder's CSV files, row for row, with the types restor
 (`cell_value`). Mistakes raise `fedjoule.errors.FedjouleError` with the message the command
 line prints.
 
-Importing this module is cheap: torch and the simulator are imported by the functions that
-need them.
+Importing this module is cheap: torch, numpy, matplotlib, the scenario schema and the
+engines are imported by the functions that need them.
 """
 
 from __future__ import annotations
@@ -36,13 +36,23 @@ from fedjoule.api_views import (
 )
 from fedjoule.commands.capacity import CapacityOptions
 from fedjoule.commands.capacity import capacity as plan_capacity
-from fedjoule.commands.common import EXECUTORS
+from fedjoule.commands.common import API_WORDS, EXECUTORS, check_resume, check_tracking
 from fedjoule.commands.plan import plan as run_plan
 from fedjoule.commands.run import RunOptions
 from fedjoule.commands.run import run as train
 from fedjoule.commands.sweep import sweep as run_sweep
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.overrides import grid_texts, override_texts, value_text
+from fedjoule.planning.options import (
+    ACCURACIES,
+    BACKENDS,
+    OVER,
+    SEARCHES,
+    Objective,
+    PlanOptions,
+    SweepOptions,
+    parse_numbers,
+)
 from fedjoule.plugins import PluginError, allow_plugins
 from fedjoule.results import (
     CapacityResult,
@@ -52,6 +62,8 @@ from fedjoule.results import (
     cell_value,
     read_table,
 )
+from fedjoule.scenarios import reader
+from fedjoule.simulator.checkpoint import differences
 
 if TYPE_CHECKING:
     from fedjoule.scenarios.schema import Scenario
@@ -132,27 +144,21 @@ def load_scenario(
     `Scenario.model_validate({...})`; its plug-in files are then looked for in the working
     folder. A mistake raises FedjouleError (from load_scenario, listing every problem) or
     pydantic's ValidationError (from Scenario)."""
-    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
-    from fedjoule.scenarios.loading import load_scenario as load
-
     arguments.path("name_or_path", name_or_path, optional=False)
     arguments.mapping("overrides", overrides)
-    return load(os.fspath(name_or_path), override_texts(overrides))
+    return reader().load_scenario(os.fspath(name_or_path), override_texts(overrides))
 
 
 def _check_scenario(scenario: Any, optional: bool = False) -> None:
     """The `scenario` argument: a Scenario, a built-in name or a YAML file's path."""
-    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
-    from fedjoule.scenarios.schema import Scenario
-
     if scenario is None and optional:
         return
-    if not isinstance(scenario, Scenario | str | os.PathLike):
+    if not isinstance(scenario, reader().Scenario | str | os.PathLike):
         raise arguments.ArgumentTypeError(
             f"scenario={arguments.shown(scenario)}: expected a Scenario, a built-in name or "
             "a YAML file's path"
         )
-    if not isinstance(scenario, Scenario):
+    if not isinstance(scenario, reader().Scenario):
         arguments.path("scenario", scenario, optional=False)
 
 
@@ -164,7 +170,7 @@ def _check_common(**given: Any) -> None:
         "data_dir": lambda v: arguments.path("data_dir", v),
         "device": lambda v: arguments.device("device", v),
         "quiet": lambda v: v is None or arguments.flag("quiet", v),
-        "backend": lambda v: arguments.choice("backend", v, ("local", "ray")),
+        "backend": lambda v: arguments.choice("backend", v, BACKENDS),
         "address": lambda v: arguments.text("address", v, optional=True),
         "workers": lambda v: arguments.workers("workers", v),
         "threads_per_run": lambda v: arguments.threads("threads_per_run", v, optional=False),
@@ -177,11 +183,7 @@ def _check_common(**given: Any) -> None:
 def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
     """A Scenario from a Scenario, a built-in name or a YAML file (None: "default"), with
     overrides applied."""
-    # deferred: the scenario schema (pydantic; `import fedjoule.api` stays cheap)
-    from fedjoule.scenarios.loading import apply_overrides, validate
-    from fedjoule.scenarios.schema import Scenario
-
-    if isinstance(scenario, Scenario):
+    if isinstance(scenario, reader().Scenario):
         if not overrides:
             return scenario
         raw = scenario.model_dump(mode="json")
@@ -190,8 +192,8 @@ def _scenario(scenario: Any, overrides: Mapping[str, Any] | None) -> Scenario:
             if section in PLUGIN_SECTIONS and field in ("", "name", "factory", "class"):
                 if isinstance(raw.get(section), dict):
                     raw[section].pop("source", None)
-        raw = apply_overrides(raw, override_texts(overrides))
-        return validate(raw, f"scenario {scenario.name!r}")
+        raw = reader().apply_overrides(raw, override_texts(overrides))
+        return reader().validate(raw, f"scenario {scenario.name!r}")
     return load_scenario("default" if scenario is None else scenario, overrides)
 
 
@@ -275,15 +277,9 @@ def _run_scenario(
     """The Scenario a run plays, with the tracking asked for; None for a resumed run (the
     scenario recorded in `out`, which a scenario given must equal)."""
 
-    if resume and backends:
-        raise FedjouleError(
-            "track=: a resumed run keeps the tracking it started with (its scenario.yaml)"
-        )
-    if resume and overrides:
-        raise FedjouleError("resume=True continues a run as it was; overrides cannot change it")
+    check_tracking(bool(backends), resume, False, API_WORDS)
+    check_resume(resume, bool(overrides), out, API_WORDS)
     overrides = _with_tracking(overrides, backends)
-    if resume and out is None:
-        raise FedjouleError("resume=True needs the run folder to continue: out=...")
     if not resume:
         return _scenario(scenario, overrides)
     if scenario is not None:
@@ -293,14 +289,10 @@ def _run_scenario(
 
 def _check_recorded(scenario: Scenario, folder: Path) -> None:
     """A scenario given with resume=True must be the one the folder's run was started with."""
-    # deferred: the scenario schema and a checkpoint's check (pydantic, numpy)
-    from fedjoule.scenarios.loading import read_source
-    from fedjoule.simulator.checkpoint import differences
-
     path = folder / "scenario.yaml"
     if not path.is_file():
         return  # (run_scenario says there is no run to resume)
-    saved, _ = read_source(path)
+    saved, _ = reader().read_source(path)
     differ = differences(saved, scenario.model_dump(mode="json"))
     if differ:
         raise FedjouleError(
@@ -313,9 +305,6 @@ def _check_recorded(scenario: Scenario, folder: Path) -> None:
 
 
 def _sweep_options(backend, address, workers, threads_per_run, device, data_dir, objective=None):
-    # deferred: torch and Ray (the sweep's pool; `import fedjoule.api` stays cheap)
-    from fedjoule.planning.sweep import SweepOptions
-
     extra = {} if objective is None else {"objective": objective}
     return SweepOptions(
         backend=backend,
@@ -375,9 +364,6 @@ def sweep(
     after the others finished. track: as for `run`; the sweep is the parent of its
     runs' tracked runs.
     """
-    # deferred: matplotlib (the Pareto plots)
-    from fedjoule.planning.pareto import ACCURACIES, Objective
-
     _check_scenario(scenario)
     named, axes = _axes(axes, grid)
     _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
@@ -489,9 +475,6 @@ def plan(
     plot_style: None, "paper" or a matplotlib style file (`--plot-style`).
     track: as for `run`; the plan is the parent of its learning runs' tracked runs.
     """
-    # deferred: torch and Ray (the plan's runs)
-    from fedjoule.planning.plan import PlanOptions
-
     _check_scenario(scenario)
     _check_many(out, overrides, backend, address, workers, threads_per_run, device, data_dir, quiet)
     arguments.integer("max_rounds", max_rounds, 1, arguments.MAX_ROUNDS, optional=True)
@@ -522,8 +505,6 @@ def _plan_grid(k: Any, snr_db: Any, bandwidth_hz: Any, seeds: list[int] | None) 
     """The plan's k, snr_db and bandwidth_hz as lists, checked by the command line's rules
     (parse_numbers) on the checked values' text; the grid (times the seeds) at most
     MAX_RUNS cells."""
-    # deferred: torch and Ray (the plan's runs)
-    from fedjoule.planning.plan import parse_numbers
 
     def number_list(name: str, values: Any, kind: type, minimum: float | None = None) -> list:
         given = arguments.number_list(name, values, whole=kind is int)
@@ -575,9 +556,6 @@ def capacity(
     notebook, nothing in a script whose stderr is not a terminal; False: always; True:
     never).
     """
-    # deferred: the system-only engine (numpy, SimPy)
-    from fedjoule.planning.capacity import OVER, SEARCHES
-
     _check_scenario(scenario, optional=True)
     _check_common(out=out, overrides=overrides, quiet=quiet)
     arguments.choice("search", search, SEARCHES)

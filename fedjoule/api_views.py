@@ -19,6 +19,7 @@ from fedjoule.commands.common import resume_message
 from fedjoule.commands.many import RunsView
 from fedjoule.commands.run import RunView
 from fedjoule.commands.sweep import plan_line as sweep_plan_line
+from fedjoule.report.plot_settings import plot_style
 from fedjoule.results import round_row
 from fedjoule.run_progress import RunsProgress, many_runs_progress
 
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
 
 def styled(style: str | None):
     """The plots of an API call in `style` (None: as they are), the setting undone after."""
-    # deferred: matplotlib (the plots' settings; a call without a style needs none)
-    from fedjoule.report.figures import plot_style
-
     return nullcontext() if style is None else plot_style(style)
 
 
@@ -123,11 +121,8 @@ class RunsDisplay(RunsView):
         with styled(self.style), self.watch:
             yield
 
-    def on_plan(self, points, states, folders) -> None:
-        # deferred: torch (planning.sweep loads the simulator; only a plan's restart needs it)
-        from fedjoule.planning.sweep import state_lines
-
-        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+    def on_plan(self, points, states, folders, restart: list[str]) -> None:
+        for line in restart:  # (a restarted plan's runs)
             self.say(line)
         self.watch.on_plan(points, states, folders)
 
@@ -142,9 +137,9 @@ class SweepDisplay(RunsDisplay):
         super().__init__(display, style, "rounds")
         self.backend = backend
 
-    def on_plan(self, points, states, folders) -> None:
+    def on_plan(self, points, states, folders, restart: list[str]) -> None:
         self.say(f"sweep {sweep_plan_line(points, states, self.backend, self.folder)}")
-        super().on_plan(points, states, folders)
+        super().on_plan(points, states, folders, restart)
 
     def on_run(self, name: str, status: str) -> None:
         self.say(f"{name}: {status}")
@@ -168,7 +163,7 @@ class CapacityDisplay(CapacityView):
     def figures(self, scenario: Scenario, figures: dict) -> None:
         if not self.display.shown:
             return
-        # deferred: numpy (the capacity table; only a shown plan needs it)
+        # deferred: scipy (seeds.py; `import fedjoule.api` loads none)
         from fedjoule.planning.capacity_report import print_capacity, selection_notice
 
         console = self.display.console if self.display.console.is_jupyter else None

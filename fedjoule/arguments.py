@@ -21,6 +21,7 @@ from typing import Any
 
 from fedjoule.errors import FedjouleError
 from fedjoule.plugins import PluginError
+from fedjoule.report.plot_settings import check_style
 from fedjoule.tracking.registry import is_spec, tracker_class
 from fedjoule.tracking.registry import names as tracker_names
 
@@ -33,6 +34,7 @@ MAX_MEMORY_MB = 1e9
 MAX_VALUES = 1000  # values of one grid axis (or of the plan's k, snr_db, bandwidth_hz, cells)
 CI_METHODS = ("t", "bootstrap")  # the intervals over seeds (fedjoule/seeds.py)
 MAX_DEPTH = 20  # nesting of lists and mappings in an override or grid value
+DEVICES = ("auto", "cpu", "cuda")  # where a run trains (auto: CUDA if present)
 MAX_RUNS = 100_000  # points of a sweep's grid, or cells of a plan's (seeds included)
 
 
@@ -319,7 +321,7 @@ def seeds_text(text: str | None, option: str = "--seeds") -> list[int] | None:
 
 
 def device(name: str, value: Any) -> str:
-    return choice(name, value, ("auto", "cpu", "cuda"))
+    return choice(name, value, DEVICES)
 
 
 def threads(name: str, value: Any, optional: bool = True) -> int | None:
@@ -337,9 +339,7 @@ def ci(name: str, value: Any) -> str:
 
 def plot_style(name: str, value: Any) -> str | None:
     """None or "default", "paper", or an existing matplotlib style file (.mplstyle)
-    (fedjoule/report/figures.py), as figures.set_plot_style takes it."""
-    from fedjoule.report.figures import check_style  # deferred: matplotlib (figures.py)
-
+    (fedjoule/report/plot_settings.py), as set_plot_style takes it."""
     if value is not None and not isinstance(value, str | os.PathLike):
         raise ArgumentTypeError(
             f"{name}={shown(value)}: expected paper, default or a .mplstyle file's path"

@@ -8,11 +8,11 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated
 
 import typer
 import typer.core
-from rich.table import Table
 from rich.text import Text
 
 from fedjoule import __version__, arguments
@@ -60,23 +60,25 @@ from fedjoule.cli_views import (
     RunsBars,
     SweepBars,
     SystemBar,
-    algorithm_of,
     bold,
     console,
     error,
     errors,
     kstar_table,
-    print_algorithm,
-    print_custom,
     print_notes,
-    print_profiles,
     print_run,
     print_sweep,
     print_tracked,
 )
 from fedjoule.commands.capacity import CapacityOptions
 from fedjoule.commands.capacity import capacity as plan_capacity
-from fedjoule.commands.common import EXECUTORS, scenario_label
+from fedjoule.commands.common import (
+    CLI_WORDS,
+    EXECUTORS,
+    check_resume,
+    check_tracking,
+    scenario_label,
+)
 from fedjoule.commands.plan import plan as run_plan
 from fedjoule.commands.report import report as compare_runs
 from fedjoule.commands.run import RunOptions, run_system_only
@@ -86,7 +88,17 @@ from fedjoule.commands.validate import ValidateOptions
 from fedjoule.commands.validate import validate as validate_scenario
 from fedjoule.errors import FedjouleError
 from fedjoule.folders import stamped_folder
-from fedjoule.plugins import REGISTRY, PluginError, grant, load_spec, revoke
+from fedjoule.planning.options import (
+    Objective,
+    PlanOptions,
+    SweepOptions,
+    parse_cells,
+    parse_numbers,
+)
+from fedjoule.plugins import grant, revoke
+from fedjoule.report.plot_settings import set_plot_formats, set_plot_style
+from fedjoule.report.summary_tables import aggregate_table, summary_table
+from fedjoule.scenarios import reader
 from fedjoule.storage import write_text_atomically
 
 app = typer.Typer(
@@ -124,23 +136,30 @@ def internal_error(exc: Exception) -> int:
     return 1
 
 
-def use_plot_formats(text: str) -> None:
-    """--plot-format: every plot of this command (and of the runs it starts) in these."""
-    # deferred: matplotlib (report.figures)
-    from fedjoule.report.figures import set_plot_formats
-
+def use_plots(formats: str, style: str | None) -> None:
+    """--plot-format and --plot-style: every plot of this command (and of the runs it
+    starts) in these formats and that style."""
     try:
-        set_plot_formats(text)
+        set_plot_formats(formats)
     except FedjouleError as exc:
-        raise FedjouleError(f"--plot-format {text!r}: {exc}") from None
-
-
-def use_plot_style(style: str | None) -> None:
-    """--plot-style: every plot of this command (and of the runs it starts) in it."""
-    # deferred: matplotlib (report.figures)
-    from fedjoule.report.figures import set_plot_style
-
+        raise FedjouleError(f"--plot-format {formats!r}: {exc}") from None
     set_plot_style(arguments.plot_style("--plot-style", style))
+
+
+def listings() -> ModuleType:
+    """fedjoule/listings.py: the scenarios, profiles and traces the catalogue commands show."""
+    # deferred: the scenario schema and the device models (`fedjoule --help` needs neither)
+    from fedjoule import listings
+
+    return listings
+
+
+def options_listing() -> ModuleType:
+    """fedjoule/options_listing.py: the algorithms' options and the scenario reference."""
+    # deferred: torch (the algorithm classes) and the scenario schema
+    from fedjoule import options_listing
+
+    return options_listing
 
 
 def ci_method(text: str) -> str:
@@ -172,15 +191,10 @@ def run(
 ) -> None:
     """Run a scenario: rounds.csv, clients.csv, summary.json and plots in the output folder."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
-    use_plot_formats(plot_format)
-    use_plot_style(plot_style)
+    use_plots(plot_format, plot_style)
     ci_method(ci)
     backends = arguments.tracking("--track", track)
-    if backends and (resume or no_train):
-        raise FedjouleError(
-            "--track: a resumed run keeps the tracking it started with (its scenario.yaml), "
-            "and a --no-train run is not tracked"
-        )
+    check_tracking(bool(backends), resume, no_train, CLI_WORDS)
     set_ = [*(set_ or []), *arguments.tracking_override(backends)] or None
     if seeds is not None:
         if no_train or resume or executor != "vectorised":
@@ -211,29 +225,20 @@ def run(
         )
     if no_train:
         return run_no_train(scenario, out, set_ or [], engine, resume, quiet)
-    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
-    from fedjoule.scenarios.loading import load_scenario
-
     # everything is checked before anything is created
     if executor not in EXECUTORS:
         raise FedjouleError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if resume and set_:
-        raise FedjouleError("--resume continues a run as it was; --set cannot change it")
-    if resume and out is None:
-        raise FedjouleError("--resume needs the run folder to continue: --out DIR")
-    loaded = None if resume else load_scenario(scenario, set_ or [])
+    check_resume(resume, bool(set_), out, CLI_WORDS)
+    loaded = None if resume else reader().load_scenario(scenario, set_ or [])
     options = RunOptions(data_dir, device, executor, resume, threads, state_memory_mb)
     print_run(*train(loaded, out, options, RunBar(quiet, resume)))
 
 
 def run_no_train(scenario: str, out, set_: list[str], engine: str, resume: bool, quiet: bool):
     """`fedjoule run --no-train`: the system-only engine (fedjoule/simulator/system_run.py)."""
-    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
-    from fedjoule.scenarios.loading import load_scenario
-
     if resume:
         raise FedjouleError("--resume: a --no-train run keeps no checkpoint; run it again")
-    loaded = load_scenario(scenario, set_)
+    loaded = reader().load_scenario(scenario, set_)
     print_run(*run_system_only(loaded, out, engine, SystemBar(quiet)))
 
 
@@ -286,15 +291,9 @@ def sweep(
         raise FedjouleError(
             "Missing option '--grid' (or --seeds): e.g. --grid training.local_steps=1,5"
         )
-    use_plot_formats(plot_format)
-    use_plot_style(plot_style)
+    use_plots(plot_format, plot_style)
     ci_method(ci)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
-
-    # deferred: matplotlib and the sweep's pool (torch, Ray)
-    from fedjoule.planning.pareto import Objective
-    from fedjoule.planning.sweep import SweepOptions
-
     seed_list = arguments.seeds_text(seeds)
 
     options = SweepOptions(
@@ -333,14 +332,8 @@ def report(
     a table of their summaries (report.csv, with a sweep's grid values) and the Pareto
     fronts. Runs of one scenario that differ only in their seed are taken as repetitions:
     aggregate.csv/json (mean, std, 95 % CI), band plots and fronts over the means."""
-    use_plot_formats(plot_format)
-    use_plot_style(plot_style)
+    use_plots(plot_format, plot_style)
     ci_method(ci)
-    # deferred: matplotlib and the sweep's pool (torch, Ray)
-    # deferred: matplotlib (the comparison's plots)
-    from fedjoule.planning.pareto import Objective
-    from fedjoule.report.compare import aggregate_table, summary_table
-
     objective = Objective(pareto_accuracy, pareto_to_target)
     result = compare_runs(run_dirs, out, objective, ci)
     console.print(summary_table(result.rows, title="runs", objective=objective))
@@ -421,13 +414,10 @@ def capacity(
     non-monotone feasibility is reported. Writes capacity.csv (every candidate) and
     capacity.json (docs/system-engine.md#capacity)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
-    # deferred: the scenario schema (pydantic; `fedjoule --help` imports none)
-    from fedjoule.scenarios.loading import load_scenario
-
     options = CapacityOptions(
         search, deadline_s, energy_budget_j, rounds, quantile, over, arguments.seeds_text(seeds)
     )
-    loaded = load_scenario(scenario, set_ or [])
+    loaded = reader().load_scenario(scenario, set_ or [])
     done = plan_capacity(loaded, out, options, CapacityBar(quiet))
     console.print(Text.assemble("results in ", bold(done.folder)), soft_wrap=True)
 
@@ -466,14 +456,8 @@ def plan(
     learning run once per seed: R(K) and E_total as mean ± 95 % CI, K* on the means and
     the K indistinguishable from it (plan.csv, plan.json), plan_seeds.csv per seed."""
     grant_plugins(allow_module_plugins, allow_plugin_path, True)
-    use_plot_formats(plot_format)
-    use_plot_style(plot_style)
+    use_plots(plot_format, plot_style)
     set_ = [*(set_ or []), *arguments.tracking_override(arguments.tracking("--track", track))]
-
-    # deferred: the plan's runs (torch, Ray)
-    from fedjoule.planning.plan import PlanOptions, parse_cells, parse_numbers
-    from fedjoule.planning.sweep import SweepOptions
-
     snrs = parse_numbers("--snr-db", snr_db, float)
     bandwidths = parse_numbers("--bandwidth-hz", bandwidth_hz, float, minimum=1e-300)
     options = PlanOptions(
@@ -511,15 +495,7 @@ def plan(
 @app.command()
 def scenarios() -> None:
     """List the built-in scenarios."""
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.scenarios.loading import builtin_names, load_scenario
-
-    table = Table(show_header=True)
-    table.add_column("name")
-    table.add_column("description")
-    for name in builtin_names():
-        table.add_row(name, load_scenario(name).description)
-    console.print(table)
+    listings().print_scenarios(console)
 
 
 @app.command()
@@ -547,11 +523,9 @@ def profiles(
     classes, each value with its source. Exit code 2 for an unknown name or a file
     --import refuses."""
     if import_file is not None or voltage_v is not None:
-        from fedjoule.devices.power_profile import import_command  # deferred: XML reader
-
-        sys.stdout.write(import_command(name, import_file, voltage_v))
+        sys.stdout.write(listings().import_command(name, import_file, voltage_v))
         return
-    print_profiles(name)
+    listings().print_profiles(console, name)
 
 
 @app.command()
@@ -567,40 +541,8 @@ def algorithms(
     """List the algorithms a scenario can name (built in, installed by packages through the
     entry-point group fedjoule.algorithms, or custom) with their options. Exit code 1 when
     the one asked for is an installed algorithm that fails to load."""
-    # deferred: torch (the algorithm classes)
-    from fedjoule.algorithms.registry import CUSTOM, names
-
-    entries = REGISTRY.entries("algorithm")
-    if name is None:
-        for entry in entries.values():
-            print_algorithm(entry.name, entry.origin, *algorithm_of(entry))
-        print_custom()
-        return
-    if name == CUSTOM:
-        print_custom()
-    elif name in entries:
-        entry = entries[name]
-        cls, problem = algorithm_of(entry)
-        print_algorithm(name, entry.origin, cls, problem)
-        if problem:
-            raise typer.Exit(1)
-    elif ":" in name:  # a plug-in class, as `class:` of a custom algorithm names it
-        # deferred: torch (the algorithm classes)
-        from fedjoule.algorithms.registry import check_algorithm_class
-
-        try:
-            cls, source = load_spec(name)
-            check_algorithm_class(cls, name)
-        except PluginError as exc:
-            raise FedjouleError(str(exc)) from None
-        where = source.get("file") or source.get("module")
-        sha = f", SHA-256 {source['sha256'][:12]}..." if source.get("sha256") else ""
-        print_algorithm(name, f"custom class from {where}{sha}", cls, None)
-    else:
-        raise FedjouleError(
-            f"unknown algorithm {name!r}; available: {', '.join(names())} "
-            "(or a plug-in class file.py:ClassName)"
-        )
+    if not options_listing().print_algorithms(console, name):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -627,14 +569,11 @@ def validate(
     trace files, the network), short of training; print what is wrong, or with --show the
     resolved scenario as YAML on stdout (`fedjoule validate my.yaml --show > resolved.yaml`)."""
     grant_plugins(allow_module_plugins, allow_plugin_path, import_plugins)
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.scenarios.loading import scenario_yaml
-
     options = ValidateOptions(file, set_ or [], import_plugins, no_train, data_dir)
     checked = validate_scenario(options)
     print_notes(checked.warnings)
     if show:  # stdout holds only the YAML, unwrapped
-        sys.stdout.write(scenario_yaml(checked.scenario))
+        sys.stdout.write(reader().scenario_yaml(checked.scenario))
         sys.stdout.flush()
     note = " (plug-ins checked by name, not imported: --import-plugins checks them)"
     (errors if show else console).print(f"{file}: valid{note * checked.unchecked}", soft_wrap=True)
@@ -655,9 +594,6 @@ def traces_convert(
     """Write a FedScale trace (pickle, read without running code; JSON; CSV) as JSON,
     checked entry by entry. Exit code 2, naming the file and the global, for a pickle that
     names anything but dicts, lists, numbers and strings."""
-    # deferred: numpy and the device models (devices.fedscale)
-    from fedjoule.devices.fedscale import to_json_text
-
     if not out.strip():
         raise FedjouleError("--out: give the JSON file to write")
     target = Path(out)
@@ -667,7 +603,7 @@ def traces_convert(
         raise FedjouleError(f"--out {out}: the folder {target.parent} is not writable")
     if target.exists() and not target.is_file():  # a folder, a device: never replaced
         raise FedjouleError(f"--out {out}: not a regular file; give the JSON file to write")
-    text, kind, clients = to_json_text(file)
+    text, kind, clients = listings().to_json_text(file)
     try:
         write_text_atomically(target, text)
     except OSError as exc:
@@ -678,10 +614,7 @@ def traces_convert(
 @app.command()
 def reference() -> None:
     """Print the scenario reference (every field, its default and meaning) as Markdown."""
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.scenarios.reference import reference_markdown
-
-    sys.stdout.write(reference_markdown())
+    sys.stdout.write(options_listing().reference_markdown())
 
 
 @app.command()
@@ -759,12 +692,7 @@ def click_classes(name: str) -> tuple[type[BaseException], ...]:
     """The exception class `name` of the click that typer runs on (recent typer bundles its
     own, typer._click) and of click itself where installed: either may be raised."""
     modules = [typer, getattr(getattr(typer.core, "_click", None), "exceptions", None)]
-    try:  # deferred: click (optional: where installed besides typer's own)
-        import click.exceptions
-
-        modules.append(click.exceptions)
-    except ImportError:
-        pass
+    modules.append(sys.modules.get("click.exceptions"))  # (only a loaded click raises)
     return tuple({getattr(m, name) for m in modules if hasattr(m, name)})
 
 

@@ -18,11 +18,11 @@ from fedjoule.commands.common import resume_message
 from fedjoule.commands.many import RunsView
 from fedjoule.commands.run import RunView
 from fedjoule.commands.sweep import plan_line as sweep_plan_line
-from fedjoule.devices import radio
-from fedjoule.errors import FedjouleError
-from fedjoule.plugins import entry_target
+from fedjoule.report.summary_tables import aggregate_table, summary_table
+from fedjoule.report.table import energy_by_class
 from fedjoule.report.terminal import FittedTable
 from fedjoule.run_progress import RunsProgress, many_runs_progress
+from fedjoule.tracking.session import where_tracked
 
 # User text (scenario names, descriptions, paths, messages) is printed literally: no rich
 # markup, no :emoji: codes, no highlighting; styles are given as Text and style= instead.
@@ -182,9 +182,6 @@ class SystemBar(RunBar):
 def print_energy_per_participation(out_dir: Path) -> None:
     """One line: each device class's energy per participation (clients.csv, the right
     panel of energy_by_class.png), e.g. `phone-lte-midrange 12.6 J`."""
-    # deferred: matplotlib (report.plots)
-    from fedjoule.report.plots import energy_by_class
-
     classes = energy_by_class(out_dir / "clients.csv")
     parts = [
         f"{name} {sum(c['energy'].values()) / c['selected']:.3g} J"
@@ -229,16 +226,11 @@ def summary_value(key: str, value) -> str:
 
 def print_sweep(result, objective, seeds: list[int] | None, ci: str) -> None:
     """A sweep's table (and its means over seeds), its warnings and where it is."""
-    # deferred: the scenario schema and matplotlib (a sweep's table)
-    from fedjoule.planning.grid import table_columns
-    from fedjoule.report.compare import aggregate_table, summary_table
-
-    keys = result.grid_keys if result.rows else []
-    shown_keys, shown_rows = table_columns(keys, result.rows)  # (`fedprox mu=0.1`)
+    shown_keys, shown_rows = result.shown(result.rows)  # (`fedprox mu=0.1`)
     console.print(summary_table(shown_rows, shown_keys, sweep_title(objective), objective))
     if seeds:
         title = f"mean ± 95 % CI over seeds ({ci})"
-        shown_keys, means = table_columns(keys, result.aggregate)
+        shown_keys, means = result.shown(result.aggregate)
         console.print(aggregate_table(means, shown_keys, title, objective))
     print_notes(result.warnings)
     files = "aggregate.csv/json, *_mean.png" if seeds else "pareto_*.png"
@@ -276,11 +268,8 @@ class RunsBars(RunsView):
     def say(self, text: str) -> None:
         self.watch.progress.console.print(text, soft_wrap=True)
 
-    def on_plan(self, points, states, folders) -> None:
-        # deferred: torch (planning.sweep loads the simulator; only a restart needs it)
-        from fedjoule.planning.sweep import state_lines
-
-        for line in state_lines(points, states, folders):  # (a restarted plan's runs)
+    def on_plan(self, points, states, folders, restart: list[str]) -> None:
+        for line in restart:  # (a restarted plan's runs)
             self.say(line)
         self.watch.on_plan(points, states, folders)
 
@@ -295,17 +284,14 @@ class SweepBars(RunsBars):
         self.on_replays = self.on_replay = None
         self.backend = backend
 
-    def on_plan(self, points, states, folders) -> None:
+    def on_plan(self, points, states, folders, restart: list[str]) -> None:
         line = sweep_plan_line(points, states, self.backend, self.folder)
         self.watch.progress.console.print(Text.assemble(bold("sweep"), " ", line), soft_wrap=True)
-        super().on_plan(points, states, folders)
+        super().on_plan(points, states, folders, restart)
 
 
 def print_tracked(out: Path) -> None:
     """Where a run, sweep or plan was tracked (--track), and how to open it."""
-    # deferred: numpy (tracking.session)
-    from fedjoule.tracking.session import where_tracked
-
     for line in where_tracked(out):
         console.print(Text.assemble("tracked: ", line), soft_wrap=True)
 
@@ -342,7 +328,7 @@ class CapacityBar(CapacityView):
             yield on_step
 
     def figures(self, scenario, figures: dict) -> None:
-        # deferred: numpy (the capacity table)
+        # deferred: scipy (seeds.py; `fedjoule --help` loads neither it nor numpy)
         from fedjoule.planning.capacity_report import print_capacity, selection_notice
 
         for notice in (figures["engine_notice"], selection_notice(scenario, figures)):
@@ -377,170 +363,3 @@ def kstar_table(method: str, best: list[dict], seeds: bool):
         ]
         table.add_row(*cells, *([same] if seeds else []))
     return table
-
-
-def print_profiles(name: str | None) -> None:
-    """The library's profiles as a table (name None), or one profile's every value with
-    its source; an unknown name is a FedjouleError."""
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
-    from fedjoule.scenarios.schema import DeviceClass
-
-    if name is None:
-        table = Table(show_header=True)
-        for column in ("name", "description", "compute", "radio"):
-            table.add_column(column, overflow="fold")
-        for entry in profile_names():
-            profile = load_profile(entry)
-            resolved = DeviceClass.model_validate({"profile": entry})
-            table.add_row(entry, profile.description, resolved.compute, resolved.radio.model)
-        console.print(table)
-        return
-    if name not in profile_names():
-        raise FedjouleError(unknown_profile_message(name))
-    profile = load_profile(name)
-    console.print(Text.assemble(bold(name), f"  {profile.description}"), soft_wrap=True)
-    table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
-    for column in ("field", "value", "source"):
-        table.add_column(column, overflow="fold")
-    resolved = DeviceClass.model_validate({"profile": name})
-    for field, value, source in profile_rows(profile, resolved):
-        shown = f"{value:.10g}" if isinstance(value, float) else f"{value}"
-        table.add_row(Text(field), Text(shown), Text(source))
-    console.print(table)
-
-
-# The DeviceClass fields each compute kind uses (fedjoule/devices/population.py)
-COMPUTE_FIELDS = {
-    "cpu": (
-        "cpu_freq_min_hz",
-        "cpu_freq_max_hz",
-        "kappa",
-        "flops_per_cycle",
-        "cpu_freq_hz",
-        "dvfs",
-    ),
-    "accelerator": ("peak_flops", "efficiency", "active_power_w", "compute_spread_sigma"),
-    "efficiency": ("flops_per_s", "flops_per_joule", "compute_spread_sigma"),
-    "measured": (
-        "reference_seconds_per_sample",
-        "reference_flops_per_sample",
-        "measured_power_w",
-        "compute_spread_sigma",
-        "cpu_freq_hz",
-        "dvfs",
-    ),
-}
-
-
-def profile_rows(profile, resolved) -> list[tuple[str, object, str]]:
-    """(field, value, source) of every value a run on the profile uses, after defaults:
-    the compute kind's fields, the radio's resolved parameters (fedjoule/devices/radio.py),
-    the battery's; a source is the profile's, else the default's."""
-    model = resolved.radio.model
-    every = set().union(*COMPUTE_FIELDS.values())
-    skipped = {"profile", "share", "radio", "dvfs"} | (
-        every - set(COMPUTE_FIELDS[resolved.compute])
-    )
-    if model in radio.MEASURED:
-        skipped.add("rx_power_w")  # (receiving draws base_power_w)
-    if resolved.cpu_freq_hz is None:
-        skipped.add("cpu_freq_hz")  # (unset: drawn, or the dvfs table's top speed)
-    rows = []
-    for field, info in type(resolved).model_fields.items():
-        if field in skipped:
-            continue
-        source = profile.sources.get(field) or (
-            "the name of the profile" if field == "name" else f"default: {info.description}"
-        )
-        rows.append((field, getattr(resolved, field), source))
-    if resolved.dvfs is not None and "dvfs" in COMPUTE_FIELDS[resolved.compute]:
-        from fedjoule.devices.dvfs import table_rows  # deferred: only for a dvfs table
-
-        rows += table_rows(resolved.dvfs, profile.sources)
-    rows.append(("radio.model", model, profile.sources.get("radio.model", "default")))
-    params = radio.resolve(resolved.radio, 0.0, 0.0)
-    for field in radio.PARAMETERS:
-        given = getattr(resolved.radio, field) is not None
-        if field in radio.parameters_used(model) or given:
-            source = profile.sources.get(f"radio.{field}") if given else None
-            source = source or radio.default_source(model, field)
-            rows.append((f"radio.{field}", getattr(params, field), source))
-    return rows
-
-
-CUSTOM_USAGE = (
-    'algorithm: {name: custom, class: "file.py:ClassName", options: {...}}',
-    "class: a Python file (looked for next to the scenario file, then in the working "
-    "folder) or an importable module, 'package.module:ClassName'; the class subclasses "
-    "fedjoule.algorithms.base.Algorithm and its config_class (an AlgorithmConfig) checks "
-    "options.",
-    "scenario.yaml records the file's path and SHA-256; --resume refuses a file that "
-    "changed since.",
-    "fedjoule algorithms file.py:ClassName shows its options.",
-)
-
-
-def algorithm_of(entry) -> tuple[type | None, str | None]:
-    """An entry's algorithm class, or None and why it cannot be used (an installed
-    package that fails to import or names no Algorithm)."""
-    # deferred: torch (the algorithm classes)
-    from fedjoule.algorithms.registry import check_algorithm_class
-
-    try:
-        cls, _ = entry_target(entry)
-        return check_algorithm_class(cls, f"{entry.name} ({entry.origin})"), None
-    except Exception as exc:  # a broken package is shown as such, not as a traceback
-        return None, str(exc) or type(exc).__name__
-
-
-def option_rows(config) -> list[tuple[str, str, str, str, str]]:
-    """(option, type, allowed, default, meaning) of each field of an options model."""
-    # deferred: the scenario schema (pydantic)
-    from fedjoule.scenarios.reference import _allowed, _default, _type_name
-
-    def plain(text: str) -> str:  # the reference's Markdown as terminal text
-        return text.replace(" \\| ", " | ").replace("`", "")
-
-    return [
-        (
-            info.alias or key,  # as a scenario writes it
-            plain(_type_name(info.annotation)),
-            plain(_allowed(info.annotation, info.metadata)),
-            plain(_default(info)),
-            info.description or "",
-        )
-        for key, info in config.model_fields.items()
-        if key != "name"
-    ]
-
-
-def print_algorithm(name: str, origin: str, cls, problem: str | None) -> None:
-    console.print(Text.assemble(bold(name), f"  ({origin})"), soft_wrap=True)
-    if problem is not None:
-        console.print(Text.assemble("  ", ("broken:", "bold red"), " ", problem), soft_wrap=True)
-        console.print()
-        return
-    summary = (cls.__doc__ or "").strip().splitlines()
-    if summary:
-        console.print(f"  {summary[0]}", soft_wrap=True)
-    rows = option_rows(cls.config_class)
-    if not rows:
-        console.print("  no options")
-    else:
-        table = Table(show_header=True, box=None, padding=(0, 1, 0, 2))
-        for column in ("option", "type", "allowed", "default", "meaning"):
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        console.print(table)
-    console.print()
-
-
-def print_custom() -> None:
-    console.print(
-        Text.assemble(bold("custom"), "  (a plug-in class from a Python file or module)"),
-        soft_wrap=True,
-    )
-    for line in CUSTOM_USAGE:
-        console.print(f"  {line}", soft_wrap=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from fedjoule.errors import FedjouleError
 
 NAME_BYTES = 100  # the longest name part of a folder, in UTF-8 bytes (file systems allow 255)
+CHECKPOINT = "checkpoint.pt"  # a training run's checkpoint in its folder (simulator/checkpoint.py)
 
 
 def safe_name(name: str) -> str:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from fedjoule import arguments
 from fedjoule.errors import FedjouleError
+from fedjoule.report.table import ROUND_COLUMNS, cell
+from fedjoule.simulator import checkpoint
 
 if TYPE_CHECKING:
     import pandas
@@ -70,10 +72,6 @@ def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def round_row(row: dict) -> dict[str, Any]:
     """A round's row as rounds.csv holds it, read back: what `on_round` callbacks see."""
-    # deferred: numpy (the report's columns; `import fedjoule.api` stays cheap)
-    from fedjoule.report.results import ROUND_COLUMNS
-    from fedjoule.report.table import cell
-
     return {c: cell_value(cell(row.get(c)), c) for c in ROUND_COLUMNS}
 
 
@@ -129,8 +127,6 @@ class RunResult:
         folder = _folder(folder)
         _need(folder, ("summary.json", "rounds.csv"), "run folder")
         stopped_early = False
-        from fedjoule.simulator import checkpoint  # deferred: numpy (a run folder's check)
-
         if (folder / checkpoint.NAME).exists():  # (--no-train runs keep none)
             saved = checkpoint.read_checkpoint(folder / checkpoint.NAME, mmap=True)
             stopped_early = not checkpoint.finished(saved)

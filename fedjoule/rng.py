@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fedjoule.torch_import import load_torch
+
 if TYPE_CHECKING:
     import torch
 
@@ -65,6 +67,4 @@ def seed_int(seed: int, name: str, *keys: int) -> int:
 
 def torch_generator(seed: int, name: str, *keys: int) -> "torch.Generator":
     """A CPU torch.Generator for stream `name` under `keys`."""
-    import torch  # deferred: torch (every command draws from these streams)
-
-    return torch.Generator().manual_seed(seed_int(seed, name, *keys))
+    return load_torch().Generator().manual_seed(seed_int(seed, name, *keys))

@@ -14,6 +14,10 @@ VectorisedExecutor.split_across_threads); other models split each operation.
 """
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fedjoule.torch_import import load_torch
 
 # forward FLOPs of one local step of a round's clients (batch x clients x FLOPs per
 # sample) below which a run keeps to one thread: `fedjoule run default` does 3e4 a step,
@@ -52,9 +56,19 @@ def run_threads(world) -> int:
     """Threads for a run with no thread count given: one when a step is too small to split
     (SPLIT_FLOPS), else one per FLOPS_PER_THREAD of a step, at least two, at most
     torch's default (the cores, or OMP_NUM_THREADS)."""
-    import torch  # deferred: torch (fedjoule/__init__.py imports this module)
-
     flops = step_flops(world)
     if flops < SPLIT_FLOPS:
         return 1
-    return min(torch.get_num_threads(), max(2, int(flops // FLOPS_PER_THREAD)))
+    return min(load_torch().get_num_threads(), max(2, int(flops // FLOPS_PER_THREAD)))
+
+
+@contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """torch's CPU threads set to `threads` inside, the setting before restored after."""
+    torch = load_torch()
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -5,9 +5,13 @@ library imports the command line."""
 import ast
 from pathlib import Path
 
+import pytest
+
 import fedjoule
 from fedjoule.commands.capacity import CapacityOptions, capacity
+from fedjoule.commands.common import API_WORDS, CLI_WORDS, check_resume, check_tracking
 from fedjoule.commands.validate import ValidateOptions, validate
+from fedjoule.errors import FedjouleError
 from fedjoule.planning.capacity import plan_capacity
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.simulator.system_world import build_system_world
@@ -58,3 +62,37 @@ def test_capacity_over_seeds_needs_no_world_of_its_own(tmp_path):
     )
     assert done.figures == given
     assert (tmp_path / "c" / "capacity.json").is_file()
+
+
+def test_a_run_s_resume_and_tracking_checks_are_one_and_say_each_caller_s_words():
+    """commands.common checks a resumed or tracked run for the command line and the API,
+    each message in its caller's words (the flags, or the arguments)."""
+    cases = [
+        (
+            lambda w: check_tracking(True, True, False, w),
+            "--track: a resumed run keeps the tracking it started with (its scenario.yaml), "
+            "and a --no-train run is not tracked",
+            "track=: a resumed run keeps the tracking it started with (its scenario.yaml)",
+        ),
+        (
+            lambda w: check_resume(True, True, "out", w),
+            "--resume continues a run as it was; --set cannot change it",
+            "resume=True continues a run as it was; overrides cannot change it",
+        ),
+        (
+            lambda w: check_resume(True, False, None, w),
+            "--resume needs the run folder to continue: --out DIR",
+            "resume=True needs the run folder to continue: out=...",
+        ),
+    ]
+    for check, cli_said, api_said in cases:
+        for words, said in ((CLI_WORDS, cli_said), (API_WORDS, api_said)):
+            with pytest.raises(FedjouleError) as caught:
+                check(words)
+            assert str(caught.value) == said
+    with pytest.raises(FedjouleError, match="a --no-train run is not tracked"):
+        check_tracking(True, False, True, CLI_WORDS)
+    check_tracking(False, True, True, CLI_WORDS)  # nothing tracked: nothing refused
+    check_tracking(True, False, False, API_WORDS)  # a new training run may be tracked
+    check_resume(False, True, None, CLI_WORDS)  # a new run may change its scenario
+    check_resume(True, False, "out", API_WORDS)

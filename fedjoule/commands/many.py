@@ -10,6 +10,7 @@ from typing import Any
 from fedjoule import __version__
 from fedjoule.commands.common import scenario_label
 from fedjoule.folders import check_out_folder, stamped_folder
+from fedjoule.scenarios import reader
 from fedjoule.storage import write_text_atomically
 
 
@@ -28,8 +29,11 @@ class RunsView:
     def say(self, text: str) -> None:
         """A line of what the command does."""
 
-    def on_plan(self, points, states: dict[str, str], folders: dict[str, Path]) -> None:
-        """Before the first run: every point, its state (done, partial, new) and folder."""
+    def on_plan(
+        self, points, states: dict[str, str], folders: dict[str, Path], restart: list[str]
+    ) -> None:
+        """Before the first run: every point, its state (done, partial, new) and folder,
+        and for a restart which runs are done and which resume (planning.sweep.state_lines)."""
 
     def on_run(self, name: str, status: str) -> None:
         """After each run: ran, resumed, skipped, diverged or failed."""
@@ -41,13 +45,10 @@ def scenario_source(scenario: Any, folder: Path) -> tuple[str, bool]:
     with the same folder finds it). Returns (source, whether the file was written)."""
     if isinstance(scenario, str | os.PathLike):
         return os.fspath(scenario), False
-    # deferred: the scenario schema (pydantic; only a Scenario object needs it)
-    from fedjoule.scenarios.loading import scenario_yaml
-
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "scenario.yaml"
     header = f"# the scenario given to fedjoule {__version__} from Python; every field is shown\n"
-    write_text_atomically(path, header + scenario_yaml(scenario))
+    write_text_atomically(path, header + reader().scenario_yaml(scenario))
     return str(path), True
 
 

@@ -15,19 +15,23 @@ def plan(
     (default plans/<name>-<time>; given again, an interrupted plan's runs resume).
     Returns planning.plan.PlanResult."""
     # deferred: the planner (its runs' pool, the plots with matplotlib)
-    from fedjoule.planning.plan import PLAN_JSON, run_plan
+    from fedjoule.planning import plan, sweep
 
     view = view or RunsView()
-    outputs = (PLAN_JSON, "learning", "cells")  # (a failed plan that wrote none: undone)
+
+    def on_plan(points, states: dict[str, str], folders: dict[str, Path]) -> None:
+        view.on_plan(points, states, folders, sweep.state_lines(points, states, folders))
+
+    outputs = (plan.PLAN_JSON, "learning", "cells")  # (a failed plan that wrote none: undone)
     with command_folder(scenario, out, "plans", outputs) as (folder, source):
         with view.running(folder):
-            return run_plan(
+            return plan.run_plan(
                 source,
                 folder,
                 overrides,
                 options,
                 say=view.say,
-                on_plan=view.on_plan,
+                on_plan=on_plan,
                 on_run=view.on_run,
                 on_replays=view.on_replays,
                 on_replay=view.on_replay,

@@ -23,9 +23,13 @@ def sweep(
     sweeps/<name>-<time>; given again, finished runs are skipped and partial ones resumed).
     Returns planning.sweep.SweepResult."""
     # deferred: the sweep (its runs' pool or Ray, the plots with matplotlib)
-    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep
+    from fedjoule.planning.sweep import SWEEP_JSON, run_sweep, state_lines
 
     view = view or RunsView()
+
+    def on_plan(points, states: dict[str, str], folders: dict[str, Path]) -> None:
+        view.on_plan(points, states, folders, state_lines(points, states, folders))
+
     with command_folder(scenario, out, "sweeps", (SWEEP_JSON,)) as (folder, source):
         with view.running(folder):
             return run_sweep(
@@ -34,7 +38,7 @@ def sweep(
                 folder,
                 overrides,
                 options,
-                on_plan=view.on_plan,
+                on_plan=on_plan,
                 on_run=view.on_run,
                 seeds=seeds,
                 ci=ci,

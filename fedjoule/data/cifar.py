@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedjoule.data.torchvision_import import torchvision
 from fedjoule.errors import FedjouleError
 
 try:  # numpy >= 2
@@ -233,9 +234,8 @@ class _SafeReading:
         target_transform=None,
         download: bool = False,
     ) -> None:
-        from torchvision.datasets.vision import VisionDataset  # deferred: torchvision (1.5 s)
-
-        VisionDataset.__init__(self, root, transform=transform, target_transform=target_transform)
+        vision_dataset = torchvision().datasets.VisionDataset
+        vision_dataset.__init__(self, root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
             self.download()  # torchvision's: fetches the archive unless the files are there
@@ -262,11 +262,9 @@ class _SafeReading:
 
 @functools.cache
 def _safe_classes() -> dict[str, type]:
-    import torchvision  # deferred: torchvision (importing it costs about 1.5 s)
-
     classes = {}
     for name in ("CIFAR10", "CIFAR100"):
-        base = getattr(torchvision.datasets, name)
+        base = getattr(torchvision().datasets, name)
         cls = type(name, (_SafeReading, base), {"__module__": __name__, "__doc__": base.__doc__})
         classes[name] = cls
     return classes
@@ -275,10 +273,8 @@ def _safe_classes() -> dict[str, type]:
 def safe_class(cls: type) -> type:
     """`cls`, or for torchvision.datasets.CIFAR10 / CIFAR100 the class of the same name
     here, which reads the files without unpickling them."""
-    import torchvision  # deferred: torchvision (1.5 s)
-
     for name in ("CIFAR10", "CIFAR100"):
-        if cls is getattr(torchvision.datasets, name):
+        if cls is getattr(torchvision().datasets, name):
             return _safe_classes()[name]
     return cls
 

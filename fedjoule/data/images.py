@@ -12,9 +12,11 @@ from collections import OrderedDict
 
 import numpy as np
 import torch
+from PIL import Image
 
 from fedjoule.data.cifar import safe_class
 from fedjoule.data.loaded import LoadedData
+from fedjoule.data.torchvision_import import torchvision
 from fedjoule.data.vision import open_or_fail
 from fedjoule.errors import FedjouleError
 
@@ -119,10 +121,7 @@ def _unit(images: torch.Tensor) -> torch.Tensor:
 def to_chw(image, image_size: int | None, where: str) -> torch.Tensor:
     """One image (PIL, tensor or numpy array) as a (C, H, W) tensor, resized to
     image_size x image_size if given; grey, RGB or RGBA kept, other PIL modes made RGB."""
-    # deferred: torchvision and PIL (1.5 s; image datasets only)
-    from PIL import Image
-    from torchvision.transforms import functional  # deferred: torchvision
-
+    functional = torchvision().transforms.functional
     if isinstance(image, Image.Image):
         if image.mode not in ("L", "RGB", "RGBA"):
             image = image.convert("L" if image.mode in ("1", "I", "I;16", "F") else "RGB")
@@ -176,13 +175,11 @@ def _size(shape) -> str:
 def torchvision_class(name: str):
     """The torchvision.datasets class called `name` (for CIFAR10 and CIFAR100 the one of
     fedjoule.data.cifar, which never unpickles); FedjouleError for any other name."""
-    import torchvision  # deferred: torchvision (1.5 s)
-
-    cls = getattr(torchvision.datasets, name, None)
+    cls = getattr(torchvision().datasets, name, None)
     if not (isinstance(cls, type) and issubclass(cls, torch.utils.data.Dataset)):
         raise FedjouleError(
             f"dataset.class: {name!r} is not a dataset class of torchvision.datasets "
-            f"(torchvision {torchvision.__version__}); classification datasets include "
+            f"(torchvision {torchvision().__version__}); classification datasets include "
             f"{', '.join(CLASSIFICATION_EXAMPLES)}"
         )
     return safe_class(cls)  # CIFAR10/CIFAR100: the same class, reading without unpickling
@@ -403,8 +400,6 @@ def load_image_folder(root: str | pathlib.Path, image_size: int | None = None) -
     RGB). With `train/` and `test/` sub-folders, those are the two sets (the classes are
     train's; a test class must also be a train class); otherwise one set split per class
     by per_class_split (20 % test)."""
-    from torchvision.datasets import ImageFolder  # deferred: torchvision (1.5 s)
-
     root = pathlib.Path(root).expanduser()
     if not root.is_dir():
         raise FedjouleError(f"dataset.root: {root} is not a folder of class folders")
@@ -417,7 +412,7 @@ def load_image_folder(root: str | pathlib.Path, image_size: int | None = None) -
     sets = []
     for folder in folders:
         try:
-            sets.append(ImageFolder(folder))
+            sets.append(torchvision().datasets.ImageFolder(folder))
         except (FileNotFoundError, OSError) as exc:
             raise FedjouleError(
                 f"dataset.root: {folder} holds no images in class folders "

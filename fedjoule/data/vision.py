@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from fedjoule.data.cifar import safe_class
+from fedjoule.data.torchvision_import import torchvision
 from fedjoule.errors import FedjouleError
 
 VISION_DATASETS: dict[str, str] = {
@@ -84,9 +85,7 @@ def tensor_cache_path(name: str, root: pathlib.Path) -> pathlib.Path | None:
 
 def _open(name: str, root: pathlib.Path, train: bool, download: bool):
     """The torchvision dataset object for one split."""
-    import torchvision  # deferred: torchvision (importing it costs about 1.5 s)
-
-    datasets = torchvision.datasets
+    datasets = torchvision().datasets
     if name == "mnist":
         return datasets.MNIST(root, train=train, download=download)
     if name == "fashion-mnist":

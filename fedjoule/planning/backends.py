@@ -19,8 +19,7 @@ import fedjoule
 from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.plugins import allow_plugins
 from fedjoule.scenarios.schema import Scenario
-
-BACKENDS = ("local", "ray")
+from fedjoule.threads import torch_threads
 
 
 @dataclass(frozen=True)
@@ -42,26 +41,16 @@ OnDone = Callable[[Job, dict | None, BaseException | None], None]
 
 
 def init_worker(threads: int) -> None:
-    """A pool worker's start: OpenMP/MKL and torch limited to `threads` threads."""
+    """A pool worker's start (a spawned process): OpenMP/MKL limited to `threads` threads,
+    and so torch, which reads them when `execute` imports it (and sets the job's own)."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
-    import torch  # deferred: torch (sweep.py is read by report, which needs none)
-
-    torch.set_num_threads(threads)
 
 
 def execute(job: Job) -> dict:
     """Run (or resume) one run of a sweep in this process; returns its summary.json content."""
-    import torch  # deferred: torch (sweep.py is read by report, which needs none)
-
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(job.threads)
-    try:
-        with allow_plugins(**(job.allowed or {})):
-            return _execute(job)
-    finally:
-        torch.set_num_threads(before)
+    with torch_threads(job.threads), allow_plugins(**(job.allowed or {})):
+        return _execute(job)
 
 
 def _execute(job: Job) -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 from fedjoule import rng
 from fedjoule.energy_kinds import DEVICE_FIELDS, ENERGY_FIELDS
 from fedjoule.errors import FedjouleError
+from fedjoule.planning.options import OVER, SEARCHES
 from fedjoule.report.results import finite_or_none
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.seeds import aggregate_rows, describe
@@ -33,9 +34,7 @@ from fedjoule.simulator.transfers import with_power_control
 from fedjoule.simulator.vector_radio import RadioBatteryStop
 
 ENERGY_KINDS = DEVICE_FIELDS  # the ledger's kinds (fedjoule/energy_kinds.py)
-SEARCHES = ("clients_per_round", "uplink_bandwidth_hz", "concurrency", "none")
 LARGEST = ("clients_per_round", "concurrency")  # searches for the largest value meeting
-OVER = ("clients", "rounds")  # what the time quantile is over
 TIME_FIELD = {"clients": "client_time_s", "rounds": "round_time_s"}
 DAY_S = 86_400.0
 DEFAULT_QUANTILE = 0.95

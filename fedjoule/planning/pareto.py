@@ -9,7 +9,7 @@ they neither join nor dominate the front.
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -17,34 +17,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fedjoule.errors import FedjouleError  # noqa: E402
+from fedjoule.planning.options import COSTS, Objective  # noqa: E402
 from fedjoule.report import figures  # noqa: E402
 from fedjoule.report.figures import PlotContext  # noqa: E402
-
-ACCURACIES = ("final_accuracy", "best_accuracy", "worst_client_accuracy", "client_accuracy_p10")
-# kind -> (total cost column, cost-to-target column, axis label)
-COSTS = {
-    "energy": ("energy_total_j", "energy_to_target_j", "energy (J)"),
-    "time": ("sim_time_s", "time_to_target_s", "simulated time (s)"),
-}
-
-
-@dataclass(frozen=True)
-class Objective:
-    """Which summary columns a front compares: an accuracy, and total or to-target costs."""
-
-    accuracy: str = "final_accuracy"
-    to_target: bool = False
-
-    def __post_init__(self) -> None:
-        if self.accuracy not in ACCURACIES:
-            raise FedjouleError(
-                f"--pareto-accuracy {self.accuracy!r}: expected one of {', '.join(ACCURACIES)}"
-            )
-
-    def cost(self, kind: str) -> str:
-        total, to_target, _ = COSTS[kind]
-        return to_target if self.to_target else total
 
 
 def _number(value) -> float | None:

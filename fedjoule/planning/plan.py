@@ -20,19 +20,19 @@ and kstar_breakeven.png; skipped, with the reason, when repricing is not valid.
 """
 
 import copy
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedjoule import __version__
-from fedjoule.arguments import ArgumentError, grid_cell, shown
 from fedjoule.energy_kinds import ENERGY_FIELDS, Derived
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, cell_x, plan_breakeven
+from fedjoule.planning.options import Cell, PlanOptions
+from fedjoule.planning.plan_plots import plot_energy_vs_k, plot_kstar_breakeven, plot_kstar_heatmap
 from fedjoule.planning.replay import reprice
-from fedjoule.planning.sweep import SweepOptions, run_sweep
+from fedjoule.planning.sweep import run_sweep
 from fedjoule.report.results import write_json
 from fedjoule.report.table import write_table
 from fedjoule.scenarios.loading import apply_overrides, load_scenario, read_source, validate
@@ -68,90 +68,6 @@ COLUMNS = Derived(
 def kind_of(column: str) -> str:
     """The energy kind (ledger column) of a plan.csv column of KIND_COLUMNS."""
     return "energy_" + column.removeprefix("E_")
-
-
-Cell = tuple[float, float]  # (snr_db, bandwidth_hz)
-
-
-def parse_numbers(option: str, text: str, kind: type, minimum: float | None = None) -> list:
-    """`1,2,5` as numbers of `kind`, distinct, each >= minimum; errors name the option."""
-    values = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            value = kind(float(item)) if kind is float else int(item)
-        except ValueError:
-            raise ArgumentError(
-                f"{option} {shown(text)}: {item!r} is not "
-                f"{'an integer' if kind is int else 'a number'}; give comma-separated "
-                f"values, e.g. {option} 1,2,5"
-            ) from None
-        if minimum is not None and value < minimum:
-            raise ArgumentError(
-                f"{option} {shown(text)}: {item} is below the allowed minimum {minimum}"
-            )
-        if kind is float and not math.isfinite(value):
-            raise ArgumentError(f"{option} {shown(text)}: {item} is not finite")
-        values.append(value)
-    if len(set(values)) != len(values):
-        raise ArgumentError(f"{option} {shown(text)}: a value is repeated")
-    return values
-
-
-def parse_cells(text: str, snrs: list[float], bandwidths: list[float]) -> list[Cell]:
-    """`--cells SNR:BW,...`: cells of the grid to draw in energy_vs_k.png."""
-    cells = []
-    for item in text.split(","):
-        snr, sep, bw = item.partition(":")
-        try:
-            cell = (float(snr), float(bw))
-        except ValueError:
-            cell = None
-        if not sep or cell is None:
-            raise FedjouleError(f"--cells {item!r}: expected SNR_DB:BANDWIDTH_HZ, e.g. 0:1e5")
-        cells.append(grid_cell(f"--cells {item!r}", *cell, snrs, bandwidths))
-    return cells
-
-
-@dataclass
-class PlanOptions:
-    """The grid and how its learning runs execute."""
-
-    k_values: list[int] = field(default_factory=lambda: [1, 2, 5, 10, 20, 50])
-    snr_db: list[float] = field(default_factory=lambda: [0.0, 10.0, 20.0, 30.0])
-    bandwidth_hz: list[float] = field(default_factory=lambda: [1e5, 1e6, 1e7])
-    max_rounds: int | None = None  # default: the scenario's training.rounds
-    plot_cells: list[Cell] | None = None  # default: the grid's corners
-    per_cell: bool = False  # run every (K, cell) even where repricing is valid
-    sweep: SweepOptions = field(default_factory=SweepOptions)
-    seeds: list[int] | None = None  # repeat every learning run per seed (--seeds)
-
-    def __post_init__(self) -> None:
-        for name, values in (
-            ("--k", self.k_values),
-            ("--snr-db", self.snr_db),
-            ("--bandwidth-hz", self.bandwidth_hz),
-        ):
-            if not values:
-                raise FedjouleError(f"{name}: give at least one value")
-        if min(self.k_values) < 1:
-            raise FedjouleError(f"--k {self.k_values}: local steps must be at least 1")
-        if min(self.bandwidth_hz) <= 0:
-            raise FedjouleError(f"--bandwidth-hz {self.bandwidth_hz}: must be > 0 Hz")
-        if self.max_rounds is not None and self.max_rounds < 1:
-            raise FedjouleError(f"--max-rounds {self.max_rounds}: must be at least 1")
-        self.k_values = sorted(self.k_values)
-        self.snr_db = sorted(self.snr_db)
-        self.bandwidth_hz = sorted(self.bandwidth_hz)
-
-    @property
-    def cells(self) -> list[Cell]:
-        return [(s, b) for s in self.snr_db for b in self.bandwidth_hz]
-
-    @property
-    def corners(self) -> list[Cell]:
-        s, b = self.snr_db, self.bandwidth_hz
-        return list(dict.fromkeys([(s[0], b[0]), (s[0], b[-1]), (s[-1], b[0]), (s[-1], b[-1])]))
 
 
 def reprice_blockers(scenario: Scenario) -> list[str]:
@@ -486,13 +402,6 @@ def _plots(
 ) -> dict:
     """The heatmap of K*, energy against K, and where repricing is valid the break-even
     view (K* against x); returns plan.json's breakeven (its staircase, or why skipped)."""
-    # deferred: matplotlib (the plots)
-    from fedjoule.planning.plan_plots import (
-        plot_energy_vs_k,
-        plot_kstar_breakeven,
-        plot_kstar_heatmap,
-    )
-
     options, out = plan.options, plan.out
     plot_kstar_heatmap(
         out / HEATMAP_PNG, best, options.snr_db, options.bandwidth_hz, base, options.k_values

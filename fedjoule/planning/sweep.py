@@ -15,7 +15,8 @@ from fedjoule import __version__
 from fedjoule.errors import FedjouleError
 from fedjoule.planning import backends, pareto
 from fedjoule.planning.backends import Job
-from fedjoule.planning.grid import Axis, Point, parse_grid, plan_points
+from fedjoule.planning.grid import Axis, Point, parse_grid, plan_points, table_columns
+from fedjoule.planning.options import SweepOptions
 from fedjoule.plugins import Allowance, allowance
 from fedjoule.report import aggregate
 from fedjoule.report.results import write_json
@@ -32,31 +33,6 @@ NEW, PARTIAL, DONE = "new", "partial", "done"
 
 
 @dataclass
-class SweepOptions:
-    """How to run a sweep (everything but the scenario and its grid)."""
-
-    backend: str = "local"
-    address: str | None = None
-    workers: int | None = None
-    threads_per_run: int = 1
-    device: str = "cpu"
-    data_dir: str | None = None
-    objective: pareto.Objective = field(default_factory=pareto.Objective)
-
-    def __post_init__(self) -> None:
-        if self.backend not in backends.BACKENDS:
-            raise FedjouleError(
-                f"--backend {self.backend!r}: expected {' or '.join(backends.BACKENDS)}"
-            )
-        if self.address and self.backend != "ray":
-            raise FedjouleError("--address is the Ray cluster's address; it needs --backend ray")
-        if self.threads_per_run < 1 or (self.workers is not None and self.workers < 1):
-            raise FedjouleError("--workers and --threads-per-run must be at least 1")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise FedjouleError(f"--device {self.device!r}: expected auto, cpu or cuda")
-
-
-@dataclass
 class SweepResult:
     out: Path
     rows: list[dict]  # sweep.csv's rows
@@ -65,6 +41,11 @@ class SweepResult:
     grid_keys: list[str] = field(default_factory=list)  # the grid's keys, seed last
     aggregate: list[dict] = field(default_factory=list)  # aggregate.csv's rows (--seeds)
     warnings: list[str] = field(default_factory=list)  # e.g. CIs from fewer than 3 seeds
+
+    def shown(self, rows: list[dict]) -> tuple[list[str], list[dict]]:
+        """The grid columns and `rows` (its rows or aggregate rows) as a printed table
+        shows them: the algorithm axes as one `algorithm` column (grid.table_columns)."""
+        return table_columns(self.grid_keys if self.rows else [], rows)
 
 
 def run_folder(out: Path, point: Point) -> Path:

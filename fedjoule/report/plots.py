@@ -2,8 +2,6 @@
 accuracy only changes at aggregation), and energy by device class per device and per
 participation."""
 
-import csv
-from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +13,7 @@ from fedjoule import energy_kinds  # noqa: E402
 from fedjoule.report import figures  # noqa: E402
 from fedjoule.report.figures import PlotContext  # noqa: E402
 from fedjoule.report.results import ENERGY_FIELDS, read_rounds  # noqa: E402
+from fedjoule.report.table import energy_by_class  # noqa: E402
 
 # rounds.csv column -> (axis, file); rounds are numbered from 0 as in rounds.csv
 ACCURACY_AXES = [
@@ -82,25 +81,6 @@ def plot_run(out_dir: Path) -> list[Path]:
         written.append(figures.save_plot(fig, out_dir / name))
     written.append(plot_energy_by_class(out_dir, context))
     return written
-
-
-def energy_by_class(clients_csv: Path) -> dict[str, dict]:
-    """Per device class: its devices, selections (participations), arrivals and the
-    total of each energy column of clients.csv."""
-    classes: dict[str, dict] = {}
-    with Path(clients_csv).open() as f:
-        for row in csv.DictReader(f):
-            c = classes.setdefault(
-                row["device_class"],
-                {"devices": 0, "selected": 0, "arrived": 0, "energy": defaultdict(float)},
-            )
-            c["devices"] += 1
-            c["selected"] += int(float(row.get("selected") or 0))
-            c["arrived"] += int(float(row.get("arrived") or 0))
-            for field in ENERGY_FIELDS:
-                if row.get(field):
-                    c["energy"][field] += float(row[field])
-    return classes
 
 
 def plot_energy_by_class(out_dir: Path, context: PlotContext | None = None) -> Path:

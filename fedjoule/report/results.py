@@ -17,55 +17,11 @@ import numpy as np
 
 from fedjoule.devices.radio import theory_radio_note
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, Derived
-from fedjoule.report.table import cell
+from fedjoule.report.table import ROUND_COLUMNS, cell
 from fedjoule.simulator import protocols
 from fedjoule.storage import AppendLog, write_text_atomically
 
 # (Derived: a registered energy kind joins ENERGY_FIELDS; fedjoule/energy_kinds.py)
-ROUND_COLUMNS = Derived(
-    lambda: [
-        "round",
-        "sim_time_start_s",
-        "sim_time_end_s",
-        "online",
-        "selected",
-        "arrived",
-        "dropped",
-        "dropped_deadline",
-        "dropped_offline",
-        "dropped_outage",
-        "dropped_battery",
-        "dropped_overcommit",
-        "failed",
-        "diverged",
-        *ENERGY_FIELDS,
-        "energy_total_j",
-        "cumulative_energy_j",
-        END_OF_RUN_TAIL,
-        "uplink_bits",
-        "uplink_airtime_s",
-        "downlink_airtime_s",
-        "compute_time_s",
-        "max_compute_time_s",
-        "server_compute_time_s",
-        "uplink_attempts",
-        "selected_per_cell",
-        "arrived_per_cell",
-        "lr",
-        "accuracy",
-        "loss",
-        "worst_client_accuracy",
-        "client_accuracy_p10",
-        "client_accuracy_std",
-        "probed",
-        "expelled",
-        "expelled_benign",
-        "detection_tpr",
-        "detection_fpr",
-        "wall_time_s",
-    ]
-)
-
 CLIENT_COLUMNS = Derived(
     lambda: [
         "client",

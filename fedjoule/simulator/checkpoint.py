@@ -13,21 +13,22 @@ import hashlib
 import json
 import math
 import pickle
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fedjoule import __version__
 from fedjoule.datafile import open_data_file
 from fedjoule.errors import FedjouleError
+from fedjoule.folders import CHECKPOINT
 from fedjoule.plugins import file_sha256
-from fedjoule.scenarios.loading import read_source, resolve_data
+from fedjoule.scenarios import reader
 from fedjoule.storage import replace_atomically
+from fedjoule.torch_import import load_torch
 
 FORMAT = "fedjoule-checkpoint/4"  # 3: running statistics (batch norm); 4: radio states
-NAME = "checkpoint.pt"
+NAME = CHECKPOINT
 
 
 @dataclass
@@ -61,11 +62,11 @@ def scenario_sha256(scenario_data: dict) -> str:
 def plain(value: Any) -> Any:
     """`value` with numpy arrays as tensors and numpy scalars as Python numbers, so that
     `torch.load(weights_only=True)` can read it back."""
-    import torch  # deferred: torch (sweep and report read run folders without it)
-
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
-    if isinstance(value, np.generic):
+    torch = load_torch()
+    numpy = sys.modules.get("numpy")  # (a numpy value exists only once numpy is loaded)
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return torch.from_numpy(numpy.ascontiguousarray(value))
+    if numpy is not None and isinstance(value, numpy.generic):
         return value.item()
     if torch.is_tensor(value):
         return value.detach().cpu()
@@ -87,8 +88,7 @@ def save_checkpoint(
     """Write the checkpoint atomically (temporary file, fsync, rename, folder fsync).
     `scenario_file_sha256`: of the run folder's scenario.yaml as written, checked on
     resume before the file is read (check_scenario_file)."""
-    import torch  # deferred: torch (sweep and report read run folders without it)
-
+    torch = load_torch()
     payload = {
         "format": FORMAT,
         "fedjoule_version": __version__,
@@ -106,8 +106,7 @@ def read_checkpoint(path: Path, mmap: bool = False) -> dict:
     """A checkpoint's content, loaded as data only; anything else is a FedjouleError.
     `mmap`: tensors are mapped from the file, not read (to look at a checkpoint, e.g. a
     sweep restart checking its runs)."""
-    import torch  # deferred: torch (sweep and report read run folders without it)
-
+    torch = load_torch()
     path = Path(path)
     open_data_file(path, "checkpoint", "weights").close()  # a regular file: no FIFO, no device
     try:
@@ -135,7 +134,7 @@ def check_scenario_file(saved: dict, path: Path, scenario_file: Path) -> None:
     recorded = saved.get("scenario_file_sha256")
     if recorded is not None and file_sha256(scenario_file) == recorded:
         return
-    raw, _ = read_source(scenario_file)  # plain data: safe YAML, nothing imported
+    raw, _ = reader().read_source(scenario_file)  # plain data: safe YAML, nothing imported
     differ = differences(saved["scenario"], json.loads(json.dumps(raw, default=str)))
     if recorded is not None:
         fields = f"; they differ in {', '.join(differ[:5])}" if differ else ""
@@ -182,7 +181,7 @@ def scenario_differences(written: dict, scenario_data: dict, folder: Path) -> li
     if shared != written:
         return differences(written, shared)
     try:
-        today = resolve_data(shared, folder, "the scenario the run was started with")
+        today = reader().resolve_data(shared, folder, "the scenario the run was started with")
     except FedjouleError:
         return differences(written, scenario_data)
     return differences(today, scenario_data)

@@ -16,6 +16,14 @@ from fedjoule.tracking.base import Params, Tracker
 BATCH = 100  # params per log_batch call (MLflow's limit)
 
 
+def _mlflow():
+    """The mlflow package with its entities (Param, Metric), its file store allowed."""
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    import mlflow.entities  # deferred: MLflow (optional tracker, 0.7 s)
+
+    return mlflow
+
+
 class MlflowTracker(Tracker):
     """An MLflow run per tracked run, in a local file store."""
 
@@ -23,15 +31,10 @@ class MlflowTracker(Tracker):
     extra = "mlflow"
 
     def _client(self):
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-        from mlflow import MlflowClient  # deferred: MLflow (optional tracker)
-
         self.uri = (self.folder / "mlruns").resolve().as_uri()
-        return MlflowClient(tracking_uri=self.uri)
+        return _mlflow().MlflowClient(tracking_uri=self.uri)
 
     def start(self, name, params: Params, parent, resumed, first_round) -> dict:
-        from mlflow.entities import Param  # deferred: MLflow (optional tracker)
-
         self.client = self._client()
         self.logged: set[tuple[str, int]] = set()  # (metric, step) the store holds
         if resumed:
@@ -54,7 +57,8 @@ class MlflowTracker(Tracker):
             run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
             self.run_id = run.info.run_id
             texts = {k: ("null" if v is None else str(v))[:6000] for k, v in params.items()}
-            items = [Param(k, v) for k, v in texts.items()]  # (6000: MLflow's limit)
+            param = _mlflow().entities.Param
+            items = [param(k, v) for k, v in texts.items()]  # (6000: MLflow's limit)
             for i in range(0, len(items), BATCH):
                 self.client.log_batch(self.run_id, params=items[i : i + BATCH])
         self.last_step = max(first_round - 1, 0)
@@ -64,10 +68,9 @@ class MlflowTracker(Tracker):
         return {"run_id": self.run_id, "experiment_id": self.experiment_id}
 
     def _metrics(self, values: dict, step: int) -> None:
-        from mlflow.entities import Metric  # deferred: MLflow (optional tracker)
-
+        metric = _mlflow().entities.Metric
         now = int(time.time() * 1000)
-        items = [Metric(k, float(v), now, step) for k, v in values.items()]
+        items = [metric(k, float(v), now, step) for k, v in values.items()]
         for i in range(0, len(items), 1000):  # MLflow's limit of metrics per batch
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 

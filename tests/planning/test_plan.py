@@ -12,13 +12,12 @@ from typer.testing import CliRunner
 from fedjoule.cli import app
 from fedjoule.errors import FedjouleError
 from fedjoule.planning.breakeven import breakpoints, kstar_of_x
+from fedjoule.planning.options import parse_cells, parse_numbers
 from fedjoule.planning.plan import (
     KIND_COLUMNS,
     PER_CELL,
     REPRICE,
     PlanOptions,
-    parse_cells,
-    parse_numbers,
     reprice_blockers,
     run_plan,
 )

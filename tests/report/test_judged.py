@@ -26,7 +26,7 @@ from fedjoule import arguments
 from fedjoule.cli import invoke
 from fedjoule.planning import plan_plots
 from fedjoule.planning.pareto import Objective
-from fedjoule.report import aggregate, compare, figures, plots, timeline
+from fedjoule.report import aggregate, compare, figures, plots, summary_tables, timeline
 from fedjoule.report.results import read_rounds
 from fedjoule.report.table import read_table
 from fedjoule.run_progress import many_runs_progress
@@ -162,8 +162,8 @@ def test_tables_show_the_fronts_quantities_and_fit_80_and_60_columns(report):
     result = report[0]
     for width in (80, 60):
         console = Console(width=width, record=True, file=io.StringIO())
-        console.print(compare.summary_table(result.rows, title="runs", objective=objective))
-        console.print(compare.aggregate_table(result.aggregate, [], "means", objective))
+        console.print(summary_tables.summary_table(result.rows, title="runs", objective=objective))
+        console.print(summary_tables.aggregate_table(result.aggregate, [], "means", objective))
         text = console.export_text()
         assert max(len(line) for line in text.splitlines()) <= width
         words = set(text.split())

@@ -6,9 +6,9 @@ import io
 from rich.console import Console
 
 from fedjoule.report import figures
-from fedjoule.report.compare import summary_table
 from fedjoule.report.figures import PlotContext
 from fedjoule.report.results import ROUND_COUNTS, with_round_totals
+from fedjoule.report.summary_tables import summary_table
 from fedjoule.scenarios.loading import load_scenario
 
 

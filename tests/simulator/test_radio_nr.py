@@ -172,9 +172,9 @@ def test_the_numpy_promotion_energy_equals_the_phases():
     [("phone-5g", "nr-nsa"), ("phone-5g-sa", "nr-sa"), ("phone-5g-mmwave", "nr-mmwave")],
 )
 def test_fedjoule_profiles_shows_every_5g_number_with_its_source_and_fit_error(profile, model):
-    from fedjoule.cli_views import profile_rows
     from fedjoule.devices.library import load_profile
     from fedjoule.devices.radio import DEFAULTS, default_source
+    from fedjoule.listings import profile_rows
     from fedjoule.scenarios.schema import DeviceClass
 
     resolved = DeviceClass.model_validate({"profile": profile})
