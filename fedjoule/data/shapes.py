@@ -12,6 +12,7 @@ import numpy as np
 from fedjoule import rng
 from fedjoule.data.partition import client_sizes, natural_groups, natural_partition
 from fedjoule.errors import FedjouleError
+from fedjoule.torch_import import load_torch
 
 if TYPE_CHECKING:
     import torch
@@ -47,9 +48,7 @@ def dataset_shape(section, data_dir=None) -> tuple[tuple[int, ...], int]:
 def input_dtype(section, data_dir=None) -> "torch.dtype":
     """The dtype of the model's input: int64 (character or token ids) for text or a custom
     factory's integer x; float32 for every other dataset."""
-    # deferred: torch (its dtypes; the counts and the shapes of the table need none)
-    import torch
-
+    torch = load_torch()  # its dtypes; the counts and the shapes of the table need none
     if section.name == "text":
         return torch.int64
     if section.name == "synthetic" or section.name in DATASET_SHAPES:

@@ -41,6 +41,7 @@ from fedjoule.devices.radio import (
 )
 from fedjoule.devices.radio_range import RangeTally
 from fedjoule.simulator.client import _span
+from fedjoule.torch_import import load_torch
 
 
 class RadioBank:
@@ -93,8 +94,7 @@ class RadioBank:
         return out
 
     def state_dict(self) -> dict:
-        import torch  # deferred: torch (the numpy system engine runs without it)
-
+        torch = load_torch()  # the numpy system engine runs without torch
         return {
             "tail_end_s": torch.from_numpy(self.tail_end_s.copy()),
             "settled_s": torch.from_numpy(self.settled_s.copy()),
