@@ -75,14 +75,15 @@ def cpu_step(table, cycles: ArrayLike, batch_size: ArrayLike, freq_hz: ArrayLike
     return time_s, cpu_power_w(table, f) * time_s
 
 
-def measured_at(table, measured_power_w: float, step_time_s: ArrayLike, freq_hz: float):
+def measured_at(table, measured_power_w: float, step_time_s: ArrayLike, freq_hz: ArrayLike):
     """(time s, power W) of the measured kind at freq_hz instead of the table's highest
     speed, where it was measured: the time scales by f_max / f, the CPU's share of the
     measured power follows the table and the rest of the device stays:
     P(f) = measured_power_w + P_cpu(f) - P_cpu(f_max)."""
     high = freq_range_hz(table)[1]
-    power_w = measured_power_w + (cpu_power_w(table, freq_hz) - cpu_power_w(table, high))
-    return np.asarray(step_time_s, dtype=float) * (high / freq_hz), float(power_w)
+    f = np.asarray(freq_hz, dtype=float)
+    power_w = measured_power_w + (cpu_power_w(table, f) - cpu_power_w(table, high))
+    return np.asarray(step_time_s, dtype=float) * (high / f), power_w
 
 
 def table_rows(table, sources: dict) -> list[tuple[str, object, str]]:

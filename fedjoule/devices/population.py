@@ -6,19 +6,16 @@ import numpy as np
 
 from fedjoule import rng
 from fedjoule.channel.units import dbm_to_w
-from fedjoule.devices import dvfs
 from fedjoule.devices.compute import (
     accelerator_step_energy_j,
     accelerator_step_time_s,
-    cpu_step_energy_j,
-    cpu_step_time_s,
-    cycles_per_sample,
     efficiency_step_energy_j,
     efficiency_step_time_s,
     measured_step_energy_j,
     measured_step_time_s,
 )
 from fedjoule.devices.fedscale import load_capacity
+from fedjoule.devices.frequency import step_at_frequency
 
 
 @dataclass
@@ -115,14 +112,14 @@ def step_costs(
     energy_j = np.empty(population.size)
     for index, cls in enumerate(section.device_classes):
         rows = population.class_index == index
-        if cls.compute == "cpu":
-            cycles = cycles_per_sample(forward_flops, cls.flops_per_cycle)
-            freq = population.cpu_freq_hz[rows]
-            if cls.dvfs is not None:  # the table's power at f (fedjoule/devices/dvfs.py)
-                time_s[rows], energy_j[rows] = dvfs.cpu_step(cls.dvfs, cycles, batch_size, freq)
-            else:
-                time_s[rows] = cpu_step_time_s(cycles, batch_size, freq)
-                energy_j[rows] = cpu_step_energy_j(cycles, batch_size, freq, cls.kappa)
+        spread = population.compute_slowdown
+        slowdown = 1.0 if spread is None else spread[rows]
+        if cls.compute == "cpu" or (cls.compute == "measured" and cls.cpu_freq_hz is not None):
+            # at the client's frequency: kappa f^2, or the dvfs table's power at f (measured:
+            # below f_max, where it was measured); frequency.step_at_frequency
+            time_s[rows], energy_j[rows] = step_at_frequency(
+                cls, forward_flops, batch_size, population.cpu_freq_hz[rows], slowdown
+            )
         elif cls.compute == "accelerator":
             step = accelerator_step_time_s(
                 forward_flops, batch_size, cls.peak_flops, cls.efficiency
@@ -130,9 +127,6 @@ def step_costs(
             time_s[rows] = step
             energy_j[rows] = accelerator_step_energy_j(step, cls.active_power_w)
         else:  # measured figures, each client's step time spread log-normally
-            slowdown = (
-                1.0 if population.compute_slowdown is None else population.compute_slowdown[rows]
-            )
             if cls.compute == "efficiency":
                 time_s[rows] = slowdown * efficiency_step_time_s(
                     forward_flops, batch_size, cls.flops_per_s
@@ -147,11 +141,8 @@ def step_costs(
                     cls.reference_seconds_per_sample,
                     cls.reference_flops_per_sample,
                 )
-                power_w = cls.measured_power_w
-                if cls.dvfs is not None and cls.cpu_freq_hz is not None:  # below f_max
-                    step, power_w = dvfs.measured_at(cls.dvfs, power_w, step, cls.cpu_freq_hz)
                 time_s[rows] = step
-                energy_j[rows] = measured_step_energy_j(step, power_w)
+                energy_j[rows] = measured_step_energy_j(step, cls.measured_power_w)
     capacity = getattr(section, "capacity_trace", None)
     if capacity is not None:  # FedScale's trace: the measured kind at its ms per sample
 

@@ -46,6 +46,7 @@ import simpy
 
 from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
+from fedjoule.devices.frequency import clients_step_at
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import ClientRecord, _span
@@ -144,6 +145,19 @@ class RoundSteps:
         steps = self.world.client_steps[selected]
         return Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
 
+    def step_costs(self, allocation: Allocation) -> tuple[np.ndarray, np.ndarray]:
+        """Time (s) and energy (J) of one local step of each allocated client: at its
+        allocated CPU frequency (devices/frequency.py, which refuses one outside its
+        class's DVFS range), else the world's (the scenario's frequency)."""
+        world, clients = self.world, allocation.clients
+        if allocation.cpu_freq_hz is None:
+            return world.step_time_s[clients], world.step_energy_j[clients]
+        scenario = world.scenario
+        return clients_step_at(
+            scenario.population, world.population, world.forward_flops,
+            scenario.training.batch_size, clients, allocation.cpu_freq_hz,
+        )  # fmt: skip
+
     def train(self, model, allocation: Allocation, r: int, lr: float):
         """4. Local training from `model` (None here: nothing is trained)."""
         return None
@@ -225,10 +239,12 @@ class RoundKernel(RoundSteps):
     def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
         """5. The clients' processes from now on, each computing its allocated local steps;
         returns their records (process body)."""
-        steps = dict(zip(allocation.clients.tolist(), allocation.local_steps.tolist(), strict=True))
+        clients = allocation.clients.tolist()
+        steps = dict(zip(clients, allocation.local_steps.tolist(), strict=True))
+        step = dict(zip(clients, zip(*self.step_costs(allocation), strict=True), strict=True))
         records = yield from play_clients(
             env, self, r, env.now, allocation.clients, allocation.keep,
-            lambda k: self.training_costs(k, steps[k]), backhaul=backhaul,
+            lambda k: self.training_costs(k, steps[k], step[k]), backhaul=backhaul,
         )  # fmt: skip
         return records
 
@@ -266,15 +282,17 @@ class RoundKernel(RoundSteps):
             "up_bits": channel.header_bits + PROBE_LOSS_BITS,
         }
 
-    def training_costs(self, k: int, steps: int | None = None) -> dict:
+    def training_costs(self, k: int, steps: int | None = None, step=None) -> dict:
         """Client k's bits and computation in a training round of `steps` local steps (None:
-        its scenario's, world.client_steps); freeloaders compute nothing."""
+        its scenario's, world.client_steps), each costing `step` (time s, energy J; None:
+        the world's, step_costs); freeloaders compute nothing."""
         world = self.world
         work = 0 if world.freeloader[k] else self.local_work(k, steps)
+        step_s, step_j = (world.step_time_s[k], world.step_energy_j[k]) if step is None else step
         return {
             "down_bits": world.downlink_bits,
-            "compute_s": work * float(world.step_time_s[k]),
-            "compute_energy_j": work * float(world.step_energy_j[k]),
+            "compute_s": work * float(step_s),
+            "compute_energy_j": work * float(step_j),
             "up_bits": world.uplink_bits,
         }
 

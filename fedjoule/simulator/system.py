@@ -184,7 +184,7 @@ class SystemEngine(RoundSteps):
         sel = allocation.clients
         cells = world.serving_cell[sel]
         out = ClientsOfRound(sel, cells)
-        compute_s, compute_j = self._work_costs(r, sel, allocation.local_steps)
+        compute_s, compute_j = self._work_costs(r, allocation)
         # links (cell.round_links): the round's fading of all N clients, as SimPy draws it
         up_fading, down_fading = round_fading(
             scenario.channel, world.population.size, scenario.seed, r
@@ -201,14 +201,18 @@ class SystemEngine(RoundSteps):
         self._after_upload(sel, cells, up_end, stops, line, out)
         return out
 
-    def _work_costs(self, r: int, sel: np.ndarray, steps: np.ndarray):
-        """The selected clients' compute time and energy for their local `steps`
-        (RoundKernel.training_costs): freeloaders do not compute; the others their counted
+    def _work_costs(self, r: int, allocation: Allocation):
+        """The allocated clients' compute time and energy for their local steps, each at
+        its step's cost (step_costs: at its allocated CPU frequency, if any;
+        RoundKernel.training_costs): freeloaders do not compute; the others their counted
         gradient evaluations and vector FLOPs (algorithms/work.py)."""
-        world = self.world
-        counted = local_work(gradients_of_round(world, r), steps, world.vector_work)
+        world, sel = self.world, allocation.clients
+        counted = local_work(
+            gradients_of_round(world, r), allocation.local_steps, world.vector_work
+        )
         work = np.where(world.freeloader[sel], 0, counted)
-        return work * world.step_time_s[sel], work * world.step_energy_j[sel]
+        step_s, step_j = self.step_costs(allocation)
+        return work * step_s, work * step_j
 
     def _downlink(self, sel: np.ndarray, down_fading: np.ndarray):
         """The selected clients' downlink rate (bit/s), the model's airtime (s) and the
