@@ -1,4 +1,5 @@
-"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues.
+"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues, and a
+client's own fixed band (a policy's allocation).
 
 Every medium has the same interface. Inside a client process::
 
@@ -287,7 +288,16 @@ class OfdmaMedium(_QueuedMedium):
         self.resource_blocks = int(resource_blocks)
 
 
-Medium = FdmaMedium | TdmaMedium | OfdmaMedium
+class OwnBand(_QueuedMedium):
+    """One client's own fixed band `bandwidth_hz`, a policy's allocation (FDMA: its share of
+    the cell's band; OFDMA: its resource blocks): it sends at link.rate_bps(bandwidth_hz)
+    for its whole upload, whoever else joins or finishes; nobody else uses it."""
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
+        super().__init__(env, bandwidth_hz, 1)
+
+
+Medium = FdmaMedium | TdmaMedium | OfdmaMedium | OwnBand
 
 
 def make_medium(

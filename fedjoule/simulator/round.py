@@ -223,12 +223,14 @@ class RoundKernel(RoundSteps):
         return np.flatnonzero(online)
 
     def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
-        """5. The clients' processes from now on, each computing its allocated local steps;
-        returns their records (process body)."""
+        """5. The clients' processes from now on, each computing its allocated local steps
+        and sending on its allocated band share (none: the cell's shared medium); returns
+        their records (process body)."""
         steps = dict(zip(allocation.clients.tolist(), allocation.local_steps.tolist(), strict=True))
         records = yield from play_clients(
             env, self, r, env.now, allocation.clients, allocation.keep,
             lambda k: self.training_costs(k, steps[k]), backhaul=backhaul,
+            band_share=allocation.band_share,
         )  # fmt: skip
         return records
 
