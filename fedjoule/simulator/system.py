@@ -42,6 +42,7 @@ from fedjoule.simulator.transfers import (
     attempt_fades,
     nominal_bandwidth_hz,
     outage_fails,
+    slot_ranks,
 )
 from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio
 
@@ -207,7 +208,10 @@ class SystemEngine(RoundSteps):
         line = self._before_upload(start_s, sel, cells, compute_s, compute_j, down_s, rx_w, stops)
         self._spent_before_upload(sel, compute_s, compute_j, down_rate, down_s, line, out)
         up_end = np.full(len(sel), np.inf)
-        for c in np.unique(cells[~line.early]):  # the uplink of each cell
+        ranks = slot_ranks(scenario, allocation.band_share, cells)
+        if ranks is not None:  # tdma in a policy's slot order
+            self._uplink_in_turns(sel, ranks, attempts, stops, line, out, own_hz, up_end)
+        for c in np.unique(cells[~line.early]) if ranks is None else ():  # each cell's uplink
             rows = np.flatnonzero(~line.early & (cells == c))
             up_end[rows] = self._cell_uplink(sel, rows, attempts, stops, line, out, own_hz)
         self._after_upload(sel, cells, up_end, stops, line, out)
@@ -361,16 +365,39 @@ class SystemEngine(RoundSteps):
         out.end_s = np.where(early, t_k, 0.0)
         out.outcome[early] = line.kill_cause[early]
 
-    def _cell_uplink(self, sel, rows, attempts, stops, line, out, own_hz=None) -> np.ndarray:
+    def _uplink_in_turns(self, sel, ranks, attempts, stops, line, out, own_hz, up_end):
+        """TDMA in a policy's slot order (medium.SlotOrder): in each cell, rank by rank, a
+        client sends on the whole band once the one before it is done (its uploads ended, or
+        it was stopped, before its upload too); up_end: when each upload ended."""
+        cells = self.world.serving_cell[sel]
+        for c in np.unique(cells):
+            turn_s = -math.inf  # when the band is the next rank's
+            in_cell = np.flatnonzero(cells == c)
+            for i in in_cell[np.argsort(ranks[in_cell])]:
+                if line.early[i]:  # stopped before its upload: its turn passes at the stop
+                    turn_s = max(turn_s, float(line.kill_s[i]))
+                    continue
+                rows = np.array([i])
+                ends = self._cell_uplink(sel, rows, attempts, stops, line, out, own_hz, turn_s)
+                up_end[i] = ends[0]
+                turn_s = max(turn_s, float(ends[0]))
+                # asked for the band at join_s (counted then, as SimPy does), even if stopped
+                # while waiting for its turn
+                out.uplink_attempts[i] = max(out.uplink_attempts[i], 1)
+
+    def _cell_uplink(
+        self, sel, rows, attempts, stops, line, out, own_hz=None, turn_s=-math.inf
+    ) -> np.ndarray:
         """One cell's shared uplink (channel/sharing.py) for its clients `rows` that reached
-        it, or each on its own band `own_hz` (a policy's allocation): their airtime, energy,
-        bits, attempts, end and outcome into out; returns when each upload ended."""
+        it, or each on its own band `own_hz` (a policy's allocation) from `turn_s` on at the
+        earliest: their airtime, energy, bits, attempts, end and outcome into out; returns
+        when each upload ended."""
         world, channel, radio = self.world, self.world.scenario.channel, self.radio
         fixed = world.cell.large_scale_gain is None
         rate_fixed = channel.rate == "fixed"
         tx_draw_w = self.tx_draw_w[sel][rows]
         link = UplinkClients(
-            join_s=line.join_s[rows],
+            join_s=np.maximum(line.join_s[rows], turn_s),
             n_attempts=attempts.n_attempts[rows],
             succeeds=attempts.succeeds[rows],
             tx_power_w=tx_draw_w,

@@ -1,6 +1,7 @@
 """A policy's fixed band shares (round.Allocation.band_share) in the uplink of both engines:
-each client sends on s_k W for its whole upload (FDMA) or on floor(s_k R) resource blocks
-(OFDMA); the SimPy processes and the numpy engine agree, and None is the shared medium."""
+each client sends on s_k W for its whole upload (FDMA), on floor(s_k R) resource blocks
+(OFDMA), or on the whole band in the order of decreasing share (TDMA); the SimPy processes
+and the numpy engine agree, and None is the shared medium."""
 
 import numpy as np
 import pytest
@@ -151,6 +152,14 @@ CASES = {
                                       "channel.fading_per=transmission",
                                       "channel.spectral_efficiency_bits_per_hz=2"],
                    ["outage", "attempts"]),
+    "tdma-deadline-retx": ("urban-macro", ["availability.kind=always", "channel.access=tdma",
+                                           "round.deadline_s=1.0", "round.overcommit=1",
+                                           "channel.outage_target_se_bps_per_hz=4"],
+                           ["deadline", "attempts"]),
+    "tdma-slot-deadline": ("default-theory", ["channel.access=tdma", "round.deadline_s=0.04"],
+                           ["deadline"]),
+    "tdma-battery": ("default-theory", [SMALL_BATTERY, "round.deadline_s=null",
+                                        "channel.access=tdma"], ["battery"]),
     "5g-radio": ("default-theory", [
         "population.device_classes=[{profile: phone-5g, share: 1.0}]", "round.interval_s=5",
         "round.deadline_s=null",
@@ -193,7 +202,11 @@ def test_ofdma_sends_on_whole_resource_blocks():
 @pytest.mark.parametrize(
     "overrides, shares, message",
     [
-        (["channel.access=tdma"], np.full(4, 0.25), "policy bandwidth applies to FDMA"),
+        (
+            ["channel.interference=cochannel", "topology.cells=3", "topology.layout=hexagonal"],
+            np.full(4, 0.25),
+            "model.* channel.interference=cochannel",
+        ),
         ([], np.array([0.5, 0.3, 0.2, 0.1]), "they sum to 1.1 > 1 in cell 0"),
         ([], np.array([0.5, 0.0, 0.2, 0.1]), "share 0.0 of the round's client 1 is not in"),
         (["channel.access=ofdma"], np.array([0.5, 0.3, 0.05, 0.1]), "below one OFDMA resource"),
@@ -204,3 +217,21 @@ def test_bad_shares_are_refused(engine, overrides, shares, message):
     scenario = load_scenario("default-theory", [*CLEAN, *overrides])
     with pytest.raises(FedjouleError, match=message):
         play(engine, scenario, lambda e, sel: shares)
+
+
+def test_tdma_serves_clients_in_the_order_of_decreasing_share():
+    """Uploads asked for together: the largest share sends first, each on the whole band B
+    for S / (B log2(1 + p g / (N0 B))), the next once it is done."""
+    scenario = load_scenario("default-theory", [*CLEAN, "channel.access=tdma"])
+    order = np.array([0.1, 0.4, 0.2, 0.3])
+    _, (clients,) = both(scenario, lambda e, sel: order, world=same_gain_world)
+    world = same_gain_world(scenario)
+    band_hz = scenario.channel.uplink_bandwidth_hz
+    p = world.population.tx_power_w[clients.client]
+    up_s = world.uplink_bits / shannon_rate_bps(
+        band_hz, snr_linear(p * GAIN, world.cell.noise_psd_w_per_hz, band_hz)
+    )
+    assert clients.uplink_airtime_s == pytest.approx(up_s, rel=1e-12)
+    served = np.argsort(-order)  # 1, 3, 2, 0
+    start_s = clients.end_s[served[0]] - up_s[served[0]]
+    assert clients.end_s[served] == pytest.approx(start_s + np.cumsum(up_s[served]), rel=1e-12)
