@@ -1,4 +1,5 @@
-"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues.
+"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues, and a
+client's own fixed band (a policy's allocation).
 
 Every medium has the same interface. Inside a client process::
 
@@ -287,7 +288,77 @@ class OfdmaMedium(_QueuedMedium):
         self.resource_blocks = int(resource_blocks)
 
 
-Medium = FdmaMedium | TdmaMedium | OfdmaMedium
+class OwnBand(_QueuedMedium):
+    """One client's own fixed band `bandwidth_hz`, a policy's allocation (FDMA: its share of
+    the cell's band; OFDMA: its resource blocks): it sends at link.rate_bps(bandwidth_hz)
+    for its whole upload, whoever else joins or finishes; nobody else uses it."""
+
+    def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
+        super().__init__(env, bandwidth_hz, 1)
+
+
+class SlotOrder:
+    """A cell's TDMA turns in a policy's order (rank 0 first): a client sends once every
+    client ranked before it has passed its turn (its last attempt ended, or it was stopped),
+    even when the band is idle before that."""
+
+    def __init__(self, env: simpy.Environment, n_clients: int) -> None:
+        self.env = env
+        self.passed = [False] * n_clients
+        self.current = 0  # the rank whose turn it is
+        self.waiting: dict[int, simpy.Event] = {}
+
+    def turn(self, rank: int) -> simpy.Event | None:
+        """None when it is `rank`'s turn, else the event of its turn coming."""
+        if rank <= self.current:
+            return None
+        return self.waiting.setdefault(rank, self.env.event())
+
+    def pass_turn(self, rank: int) -> None:
+        """`rank` is done: the turn goes to the next rank not yet done (repeats: nothing)."""
+        self.passed[rank] = True
+        while self.current < len(self.passed) and self.passed[self.current]:
+            self.current += 1
+        coming = self.waiting.pop(self.current, None)
+        if coming is not None:
+            coming.succeed()
+
+
+class InTurn:
+    """One client's access to its cell's TDMA band in a policy's slot order (SlotOrder): it
+    waits for its turn, then sends its `attempts` back to back on the whole band
+    `bandwidth_hz`; its turn passes after the last of them, or when it is stopped."""
+
+    def __init__(self, env, bandwidth_hz: float, order: SlotOrder, rank: int, attempts: int):
+        self.env, self.order, self.rank, self.attempts = env, order, rank, attempts
+        self.band = OwnBand(env, bandwidth_hz)
+        self.sent = 0
+
+    def transmit(self, bits, link: Link, on_start=None, on_rate=None):
+        """Wait for the turn, then send `bits` (OwnBand.transmit); the same airtime and
+        TransmissionAborted."""
+        turn = self.order.turn(self.rank)
+        try:
+            if turn is not None:
+                try:
+                    yield turn
+                except simpy.Interrupt as interrupt:  # stopped while waiting: nothing sent
+                    raise TransmissionAborted(0.0, interrupt.cause, 0.0) from interrupt
+            airtime_s = yield from self.band.transmit(bits, link, on_start, on_rate)
+        except TransmissionAborted:
+            self.give_up()
+            raise
+        self.sent += 1
+        if self.sent >= self.attempts:
+            self.give_up()
+        return airtime_s
+
+    def give_up(self, _event=None) -> None:
+        """The client is done with the band (also as a callback at its process's end)."""
+        self.order.pass_turn(self.rank)
+
+
+Medium = FdmaMedium | TdmaMedium | OfdmaMedium | OwnBand | InTurn
 
 
 def make_medium(

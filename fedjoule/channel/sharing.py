@@ -1,5 +1,6 @@
 """The shared uplink of one cell solved without SimPy: FDMA processor sharing as a sweep over
-joins and finishes, TDMA/OFDMA as a FIFO multi-server queue; same rules as medium.py.
+joins and finishes, TDMA/OFDMA as a FIFO multi-server queue, each client on its own band (a
+policy's allocation); same rules as medium.py.
 
 Every client arrives at the medium at `join_s` with up to `n_attempts` uploads of `bits`
 each (attempt j at its own rate); it transmits at `tx_power_w` while sending; it is
@@ -171,14 +172,22 @@ def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: 
     return _Queue(c, bits, bandwidth_hz / channels, channels).run()
 
 
+def own_band_uplink(c: UplinkClients, bits: float, bandwidth_hz: np.ndarray) -> UplinkResult:
+    """Each client on its own fixed band bandwidth_hz[i] (a policy's allocation; medium.py's
+    OwnBand): the queue's rules with a sub-band per client, so nobody waits and nobody's
+    rate changes when others finish."""
+    return _Queue(c, bits, np.asarray(bandwidth_hz, dtype=float), len(c.join_s)).run()
+
+
 class _Queue:
     """The sub-bands of queued_uplink and the clients waiting for them, played event by
     event: (time, rank, sequence, kind, client, token), at one instant finishes before
     requests before stops; a token tells a client's current attempt from ended ones."""
 
-    def __init__(self, c: UplinkClients, bits: float, share_hz: float, channels: int):
+    def __init__(self, c: UplinkClients, bits: float, share_hz, channels: int):
         n = len(c.join_s)
-        self.c, self.bits, self.share_hz, self.free = c, bits, share_hz, channels
+        self.c, self.bits, self.free = c, bits, channels
+        self.share_hz = np.broadcast_to(np.asarray(share_hz, dtype=float), (n,))  # per client
         self.out = _empty_result(n)
         self.spent_j = np.zeros(n)  # energy since joining (radio only: waiting costs nothing)
         self.queue: list[int] = []  # FIFO of waiting clients
@@ -228,7 +237,7 @@ class _Queue:
         c = self.c
         self.free -= 1
         attempt = np.array([self.out.attempts[i] - 1])
-        rate = float(c.rate_bps(np.array([i]), attempt, self.share_hz)[0])
+        rate = float(c.rate_bps(np.array([i]), attempt, float(self.share_hz[i]))[0])
         self.token_of[i] += 1
         self.sending[i] = (now, rate, self.token_of[i])
         end_s = now + self.bits / rate if rate > 0 else math.inf

@@ -237,14 +237,16 @@ class RoundKernel(RoundSteps):
         return np.flatnonzero(online)
 
     def transfer(self, env: simpy.Environment, r: int, allocation: Allocation, backhaul=True):
-        """5. The clients' processes from now on, each computing its allocated local steps;
-        returns their records (process body)."""
+        """5. The clients' processes from now on, each computing its allocated local steps
+        at its allocated CPU frequency and sending on its allocated band share (none: the
+        cell's shared medium); returns their records (process body)."""
         clients = allocation.clients.tolist()
         steps = dict(zip(clients, allocation.local_steps.tolist(), strict=True))
         step = dict(zip(clients, zip(*self.step_costs(allocation), strict=True), strict=True))
         records = yield from play_clients(
             env, self, r, env.now, allocation.clients, allocation.keep,
             lambda k: self.training_costs(k, steps[k], step[k]), backhaul=backhaul,
+            band_share=allocation.band_share,
         )  # fmt: skip
         return records
 

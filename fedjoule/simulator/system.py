@@ -21,7 +21,13 @@ from fedjoule.algorithms.work import local_work
 from fedjoule.channel.cell import round_fading
 from fedjoule.channel.link import airtime_s
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
-from fedjoule.channel.sharing import UPLOADED, UplinkClients, fdma_uplink, queued_uplink
+from fedjoule.channel.sharing import (
+    UPLOADED,
+    UplinkClients,
+    fdma_uplink,
+    own_band_uplink,
+    queued_uplink,
+)
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
@@ -31,7 +37,13 @@ from fedjoule.simulator.round import Allocation, Clock, RoundSteps, run_on_clock
 from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
 from fedjoule.simulator.round_rules import LEDGER_FIELDS
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
-from fedjoule.simulator.transfers import attempt_fades, nominal_bandwidth_hz, outage_fails
+from fedjoule.simulator.transfers import (
+    allocated_bandwidth_hz,
+    attempt_fades,
+    nominal_bandwidth_hz,
+    outage_fails,
+    slot_ranks,
+)
 from fedjoule.simulator.vector_radio import RadioBatteryStop, VectorRadio
 
 
@@ -190,14 +202,18 @@ class SystemEngine(RoundSteps):
             scenario.channel, world.population.size, scenario.seed, r
         )
         down_rate, down_s, rx_w = self._downlink(sel, down_fading)
-        attempts = self._uplink_attempts(r, sel, cells, up_fading)
+        own_hz = allocated_bandwidth_hz(scenario, allocation.band_share, cells)
+        attempts = self._uplink_attempts(r, sel, cells, up_fading, own_hz)
         stops = self._stops(r, start_s, sel, overcommit_s, out)
         line = self._before_upload(start_s, sel, cells, compute_s, compute_j, down_s, rx_w, stops)
         self._spent_before_upload(sel, compute_s, compute_j, down_rate, down_s, line, out)
         up_end = np.full(len(sel), np.inf)
-        for c in np.unique(cells[~line.early]):  # the uplink of each cell
+        ranks = slot_ranks(scenario, allocation.band_share, cells)
+        if ranks is not None:  # tdma in a policy's slot order
+            self._uplink_in_turns(sel, ranks, attempts, stops, line, out, own_hz, up_end)
+        for c in np.unique(cells[~line.early]) if ranks is None else ():  # each cell's uplink
             rows = np.flatnonzero(~line.early & (cells == c))
-            up_end[rows] = self._cell_uplink(sel, rows, attempts, stops, line, out)
+            up_end[rows] = self._cell_uplink(sel, rows, attempts, stops, line, out, own_hz)
         self._after_upload(sel, cells, up_end, stops, line, out)
         return out
 
@@ -233,9 +249,10 @@ class SystemEngine(RoundSteps):
         down_s = airtime_s(world.downlink_bits, down_rate) * np.ones(len(sel))
         return down_rate, down_s, self.radio.receive_power_w(sel, down_rate, pop.rx_power_w[sel])
 
-    def _uplink_attempts(self, r: int, sel: np.ndarray, cells: np.ndarray, up_fading):
+    def _uplink_attempts(self, r: int, sel: np.ndarray, cells: np.ndarray, up_fading, own_hz):
         """The 1 + max_retx possible upload attempts (transfers.attempt_plan): per-attempt
-        fading (transfers.attempt_fades), then packet errors (transfers.attempt_fails)."""
+        fading (transfers.attempt_fades), then packet errors (transfers.attempt_fails) on
+        the nominal band (each client's own band `own_hz` when a policy allocated one)."""
         world, channel, seed = self.world, self.world.scenario.channel, self.world.scenario.seed
         m, fixed = len(sel), world.cell.large_scale_gain is None
         tx_w = world.population.tx_power_w[sel]
@@ -253,6 +270,8 @@ class SystemEngine(RoundSteps):
         if channel.rate == "fixed" or channel.outage != "none":
             load = np.bincount(cells, minlength=world.topology.n_cells)
             nominal = np.array([nominal_bandwidth_hz(channel, int(x)) for x in load])[cells]
+            if own_hz is not None:
+                nominal = own_hz
             if fixed:
                 mean = np.full(m, float(10 ** (channel.snr_db / 10)))
             else:
@@ -350,16 +369,39 @@ class SystemEngine(RoundSteps):
         out.end_s = np.where(early, t_k, 0.0)
         out.outcome[early] = line.kill_cause[early]
 
-    def _cell_uplink(self, sel, rows, attempts, stops, line, out) -> np.ndarray:
+    def _uplink_in_turns(self, sel, ranks, attempts, stops, line, out, own_hz, up_end):
+        """TDMA in a policy's slot order (medium.SlotOrder): in each cell, rank by rank, a
+        client sends on the whole band once the one before it is done (its uploads ended, or
+        it was stopped, before its upload too); up_end: when each upload ended."""
+        cells = self.world.serving_cell[sel]
+        for c in np.unique(cells):
+            turn_s = -math.inf  # when the band is the next rank's
+            in_cell = np.flatnonzero(cells == c)
+            for i in in_cell[np.argsort(ranks[in_cell])]:
+                if line.early[i]:  # stopped before its upload: its turn passes at the stop
+                    turn_s = max(turn_s, float(line.kill_s[i]))
+                    continue
+                rows = np.array([i])
+                ends = self._cell_uplink(sel, rows, attempts, stops, line, out, own_hz, turn_s)
+                up_end[i] = ends[0]
+                turn_s = max(turn_s, float(ends[0]))
+                # asked for the band at join_s (counted then, as SimPy does), even if stopped
+                # while waiting for its turn
+                out.uplink_attempts[i] = max(out.uplink_attempts[i], 1)
+
+    def _cell_uplink(
+        self, sel, rows, attempts, stops, line, out, own_hz=None, turn_s=-math.inf
+    ) -> np.ndarray:
         """One cell's shared uplink (channel/sharing.py) for its clients `rows` that reached
-        it: their airtime, energy, bits, attempts, end and outcome into out; returns when
-        each upload ended."""
+        it, or each on its own band `own_hz` (a policy's allocation) from `turn_s` on at the
+        earliest: their airtime, energy, bits, attempts, end and outcome into out; returns
+        when each upload ended."""
         world, channel, radio = self.world, self.world.scenario.channel, self.radio
         fixed = world.cell.large_scale_gain is None
         rate_fixed = channel.rate == "fixed"
         tx_draw_w = self.tx_draw_w[sel][rows]
         link = UplinkClients(
-            join_s=line.join_s[rows],
+            join_s=np.maximum(line.join_s[rows], turn_s),
             n_attempts=attempts.n_attempts[rows],
             succeeds=attempts.succeeds[rows],
             tx_power_w=tx_draw_w,
@@ -373,7 +415,9 @@ class SystemEngine(RoundSteps):
             max_bps=radio.up_max_bps[sel][rows],
         )
         bandwidth = channel.uplink_bandwidth_hz
-        if channel.access == "fdma":
+        if own_hz is not None:
+            result = own_band_uplink(link, world.uplink_bits, own_hz[rows])
+        elif channel.access == "fdma":
             result = fdma_uplink(link, world.uplink_bits, bandwidth)
         else:
             channels = 1 if channel.access == "tdma" else channel.resource_blocks

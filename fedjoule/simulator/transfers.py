@@ -18,7 +18,7 @@ from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.fading import fading_power
 from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, reuse_groups
 from fedjoule.channel.link import Link, airtime_s
-from fedjoule.channel.medium import make_medium
+from fedjoule.channel.medium import InTurn, OwnBand, SlotOrder, make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.channel.trace import (
     ThroughputTrace,
@@ -32,6 +32,7 @@ from fedjoule.devices import power_control
 from fedjoule.devices.battery import budget_j
 from fedjoule.devices.fedscale import load_capacity
 from fedjoule.devices.radio import receive_power_w
+from fedjoule.errors import FedjouleError
 from fedjoule.simulator.client import (
     BatteryGuard,
     ClientPlan,
@@ -48,6 +49,68 @@ def nominal_bandwidth_hz(channel, clients_in_cell: int) -> float:
     if channel.access == "tdma":
         return channel.uplink_bandwidth_hz
     return channel.uplink_bandwidth_hz / channel.resource_blocks
+
+
+def allocated_bandwidth_hz(scenario, band_share, cells: np.ndarray) -> np.ndarray | None:
+    """Each allocated client's own uplink band (Hz) from a policy's fixed shares s_k of its
+    cell's band B (round.Allocation.band_share; None: the shared medium, as without a
+    policy): fdma s_k B, ofdma floor(s_k R) resource blocks of B/R; held for the whole upload,
+    so a finished client's band stays idle; tdma B, in the slot order (slot_ranks). Refused
+    with a FedjouleError: shares not in (0, 1] or summing above 1 in a cell, co-channel
+    interference, measured uplinks."""
+    if band_share is None:
+        return None
+    channel = scenario.channel
+    share = np.asarray(band_share, dtype=float)
+    refused = _band_share_refusal(scenario, share, cells)
+    if refused:
+        raise FedjouleError(f"policy bandwidth shares: {refused}")
+    if channel.access == "fdma":
+        return share * channel.uplink_bandwidth_hz
+    if channel.access == "tdma":  # the whole band, in the slot order (slot_ranks)
+        return np.full(share.shape, float(channel.uplink_bandwidth_hz))
+    blocks = np.floor(share * channel.resource_blocks + 1e-9)  # 1e-9: 0.3 x 10 is 2.99..
+    few = np.flatnonzero(blocks < 1)
+    if few.size:
+        raise FedjouleError(
+            f"policy bandwidth shares: share {share[few[0]]:g} is below one OFDMA resource "
+            f"block (1/channel.resource_blocks = {1 / channel.resource_blocks:g})"
+        )
+    return blocks * (channel.uplink_bandwidth_hz / channel.resource_blocks)
+
+
+def _band_share_refusal(scenario, share: np.ndarray, cells: np.ndarray) -> str:
+    """Why these shares cannot be played (empty: they can)."""
+    channel = scenario.channel
+    if getattr(channel, "interference", "none") == "cochannel":
+        return "not modelled with channel.interference=cochannel"
+    trace = getattr(channel, "trace", None)
+    if getattr(trace, "uplink", None) is not None or getattr(
+        scenario.population, "capacity_trace", None
+    ):
+        return "a measured uplink (channel.trace.uplink, population.capacity_trace) has no band"
+    if share.shape != cells.shape:
+        return f"{share.size} shares for {cells.size} clients"
+    bad = np.flatnonzero(~((share > 0) & (share <= 1)))
+    if bad.size:
+        return f"share {float(share[bad[0]])!r} of the round's client {bad[0]} is not in (0, 1]"
+    per_cell = np.bincount(cells, weights=share)
+    if per_cell.max(initial=0.0) > 1 + 1e-9:  # 1e-9: float round-off of shares summing to 1
+        c = int(np.argmax(per_cell))
+        return f"they sum to {per_cell[c]:.12g} > 1 in cell {c}"
+    return ""
+
+
+def slot_ranks(scenario, band_share, cells: np.ndarray) -> np.ndarray | None:
+    """Under tdma, each allocated client's place in its cell's slot order (0 first): larger
+    shares first, equal ones in the allocation's order; None: first come, first served."""
+    if band_share is None or scenario.channel.access != "tdma":
+        return None
+    order = np.lexsort((-np.asarray(band_share, dtype=float), cells))  # by cell, then share
+    ranks = np.empty(len(cells), dtype=int)
+    starts = np.searchsorted(cells[order], cells[order])  # each cell's first position
+    ranks[order] = np.arange(len(cells)) - starts
+    return ranks
 
 
 def typical_bandwidth_hz(scenario, n_clients: int, serving_cell=None) -> np.ndarray:
@@ -169,6 +232,7 @@ def play_clients(
     keep: int,
     cost,
     backhaul: bool = True,
+    band_share=None,
 ):
     """SimPy process body: run the selected clients' rounds; returns their records.
 
@@ -176,7 +240,9 @@ def play_clients(
     updates arrived, the clients still running are stopped and their updates discarded).
     `cost(k)` gives client k's `down_bits`, `compute_s`, `compute_energy_j` and `up_bits`.
     `backhaul`: transfers cross the cell's backhaul to the server (False: the server sits
-    at the base station, an edge server of protocol.kind=hierarchical).
+    at the base station, an edge server of protocol.kind=hierarchical). `band_share`: a
+    policy's fixed share of the cell's band per selected client (allocated_bandwidth_hz;
+    None: the cell's shared medium).
     """
     world, scenario = sim.world, sim.world.scenario
     serving = serving_cells(world)
@@ -194,8 +260,15 @@ def play_clients(
             for c in np.flatnonzero(load)
         }  # fmt: skip
     deadline_s = start_s + scenario.round.deadline_s if scenario.round.deadline_s else math.inf
+    own = None
+    if band_share is not None:
+        cells = serving[selected]
+        own = (
+            allocated_bandwidth_hz(scenario, band_share, cells),
+            slot_ranks(scenario, band_share, cells),
+        )
     records, processes = start_clients(
-        env, sim, r, start_s, selected, media, load, deadline_s, cost, backhaul, down_net
+        env, sim, r, start_s, selected, media, load, deadline_s, cost, backhaul, down_net, own
     )
     if len(processes) > keep:
         _stop_after_first(keep, records, processes)
@@ -228,11 +301,14 @@ def start_clients(
     cost,
     backhaul,
     down_net=None,
+    own=None,
 ):
     """Start the selected clients' processes (links and fading of stream index r) on the
     cells' `media`, `load[c]` clients sharing cell c's band; returns records and processes.
     `down_net`: the broadcast's CochannelNetwork (channel.interference=cochannel; the
-    media are then the uplink network's)."""
+    media are then the uplink network's). `own`: each client's own band instead
+    (allocated_bandwidth_hz) and its place in its cell's slot order under tdma (slot_ranks);
+    None: the cells' media."""
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
     fading = round_fading(channel, pop.size, seed, r)
@@ -244,12 +320,18 @@ def start_clients(
     if capacity is not None:
         capacity = load_capacity(capacity.file)
     records, processes = [], []
-    for k, uplink, downlink in zip(selected, uplinks, downlinks, strict=True):
+    own_hz, ranks = (None, None) if own is None else own
+    turns = {}  # tdma in a policy's slot order: each cell's turns
+    for i, (k, uplink, downlink) in enumerate(zip(selected, uplinks, downlinks, strict=True)):
         k, c = int(k), int(serving[k])
-        own = cost(k)
+        costs = cost(k)
         fades = attempt_fades(channel, seed, r, k, up_fading[k])
-        plan = _client_plan(sim, r, k, c, own, uplink, downlink, fades, load, backhaul)
-        medium = media[c]
+        band_hz = nominal_bandwidth_hz(channel, int(load[c])) if own_hz is None else own_hz[i]
+        plan = _client_plan(sim, r, k, c, costs, uplink, downlink, fades, band_hz, backhaul)
+        medium = media[c] if own_hz is None else OwnBand(env, float(own_hz[i]))
+        if ranks is not None:
+            order = turns.setdefault(c, SlotOrder(env, int(load[c])))
+            medium = InTurn(env, float(own_hz[i]), order, int(ranks[i]), _attempts(plan))
         if down_net is not None:
             _cochannel_downlink(channel, plan, down_net, downlink, int(load[c]))
         if traced is not None:
@@ -261,14 +343,24 @@ def start_clients(
         record = ClientRecord(k)
         record.uplink_fades = [float(h) for h in fades]
         process = _start_client(env, sim, r, start_s, deadline_s, plan, medium, record)
+        if ranks is not None:  # stopped before its upload: its turn passes at the stop
+            process.callbacks.append(medium.give_up)
         records.append(record)
         processes.append(process)
     return records, processes
 
 
-def _client_plan(sim, r: int, k: int, c: int, own: dict, uplink, downlink, fades, load, backhaul):
+def _attempts(plan: ClientPlan) -> int:
+    """The upload attempts the client makes unless stopped: up to its first success."""
+    fails = plan.attempt_fails or [False]
+    return fails.index(False) + 1 if False in fails else len(fails)
+
+
+def _client_plan(
+    sim, r: int, k: int, c: int, own: dict, uplink, downlink, fades, band_hz: float, backhaul
+):
     """Client k's plan in cell c: downlink time and rx power, compute, upload attempts
-    (links and failures) and backhaul delays."""
+    (links and failures on its nominal band `band_hz`) and backhaul delays."""
     world, channel, seed = sim.world, sim.world.scenario.channel, sim.world.scenario.seed
     pop = world.population
     radios = getattr(sim, "radios", None)  # radio_states.RadioBank: each client's radio
@@ -280,7 +372,7 @@ def _client_plan(sim, r: int, k: int, c: int, own: dict, uplink, downlink, fades
         k,
         uplink,
         float(pop.tx_power_w[k]),
-        nominal_bandwidth_hz(channel, int(load[c])),
+        float(band_hz),
         fades,
     )
     radio = radios.plan_params(k) if radios is not None else None  # None: plain radiated
