@@ -49,6 +49,7 @@ from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import ClientRecord, _span
+from fedjoule.simulator.policy_step import make_policy_step
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
 from fedjoule.simulator.round_rules import (
@@ -114,7 +115,10 @@ class RoundSteps:
     (module docstring); `clock` is SimPy's environment or a Clock. An engine adds `world`,
     who is online (`online_clients`, 1), the clients' transfers (`transfer`, 5; with
     `arrivals`, the count that arrived, and `nobody`, a round without clients) and the
-    row's closing (`close_row`, 7)."""
+    row's closing (`close_row`, 7). `policy_step`: the scenario's policy (policy_step.py;
+    None without one), which steps 2 and 3 follow and step 7 informs."""
+
+    policy_step = None
 
     def open_round(self, clock, r: int):
         """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
@@ -130,9 +134,13 @@ class RoundSteps:
         return None
 
     def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
-        """2. This round's clients among the candidates (stream index r, more keys `key`)."""
+        """2. This round's clients among the candidates (stream index r, more keys `key`):
+        select=random's draw (round_rules.select_clients), or the policy's selector."""
         weights = self.selection_weights()
-        return select_clients(candidates, self.world.scenario, r, weights, key)
+        policy = self.policy_step
+        if policy is None or policy.policy.select == "random":
+            return select_clients(candidates, self.world.scenario, r, weights, key)
+        return policy.select(candidates, r, weights, key)
 
     def who_takes_part(self, time_s: float, r: int) -> tuple[np.ndarray, np.ndarray]:
         """1 and 2: the online clients and the selected ones."""
@@ -140,9 +148,12 @@ class RoundSteps:
         return online, self.select(online, r)
 
     def allocate(self, selected: np.ndarray, r: int) -> Allocation:
-        """3. The scenario's fixed allocation (Allocation)."""
+        """3. The scenario's fixed allocation (Allocation), with what the policy decides."""
         steps = self.world.client_steps[selected]
-        return Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
+        allocation = Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
+        if self.policy_step is not None:
+            self.policy_step.allocate(allocation, r)
+        return allocation
 
     def train(self, model, allocation: Allocation, r: int, lr: float):
         """4. Local training from `model` (None here: nothing is trained)."""
@@ -213,6 +224,7 @@ class RoundKernel(RoundSteps):
         self.outside_records: list[ClientRecord] = []
         # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
         self.sinr_db: dict[int, list[float]] = {}
+        self.policy_step = make_policy_step(self)  # None without a policy
 
     # ------------------------------------------------------------------ the steps
     def online_clients(self, time_s: float, r: int) -> np.ndarray:
@@ -335,6 +347,8 @@ class RoundKernel(RoundSteps):
         )
         row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
+        if self.policy_step is not None:
+            self.policy_step.record(row, taking_part, self.battery_j)
         return with_total(row)
 
     def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
