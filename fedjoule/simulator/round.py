@@ -4,10 +4,11 @@ A round is these named steps, each a method of `RoundSteps` (shared by both engi
 of the engine (`RoundKernel` on SimPy, system.SystemEngine on numpy arrays):
 
 1. online    - who is online now and above its battery threshold (`online_clients`)
-2. select    - the round's clients among them (`select`; `who_takes_part` does 1 and 2)
-3. allocate  - what each selected client is given: today the scenario's fixed band share,
-               transmit power, CPU frequency and local steps (`allocate`, an `Allocation`;
-               the place where selection and allocation policies will decide)
+2. select    - the round's clients among them (`select`: a uniform draw, or the scenario's
+               policy.select; `who_takes_part` does 1 and 2)
+3. allocate  - what each selected client is given: the scenario's band share, transmit
+               power, CPU frequency and local steps, or what its policy decides
+               (`allocate`, an `Allocation`; policy_step.py, docs/policies.md)
 4. train     - the selected clients' local steps, in one executor call (`train`; none
                without learning)
 5. transfer  - their downlink, compute, uplink on the shared media, until every one
