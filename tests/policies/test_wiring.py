@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from fedjoule.api import load_scenario
+from fedjoule.channel.cell import round_fading
 from fedjoule.cli import invoke
 from fedjoule.simulator.run import run_scenario
+from fedjoule.simulator.system import SystemEngine
 from fedjoule.simulator.system_world import build_system_world
 
 
@@ -186,3 +188,35 @@ def test_a_stopped_training_run_with_a_policy_resumes_to_the_same_rows(tmp_path)
         assert {k: v for k, v in a.items() if k != "wall_time_s"} == {
             k: v for k, v in b.items() if k != "wall_time_s"
         }
+
+
+def test_the_observation_after_a_round_holds_what_the_server_measured(tmp_path):
+    """observe.Observer after round 0 on the numpy engine: the selected clients' age,
+    battery, round time, upload rate and (csi last) the SNR of their upload; the others
+    still unknown."""
+    scenario = load_scenario(
+        scenario_file(tmp_path, policy={"select": "age", "csi": "last"}, training={"rounds": 1})
+    )
+    engine = SystemEngine(build_system_world(scenario))
+    engine.play_round(0)
+    observer, clients = engine.policy_step.observer, engine.last_clients
+    k = clients.client
+    arrived = clients.outcome == "arrived"
+    assert len(k) == 4 and arrived.all()
+    others = np.setdiff1d(np.arange(12), k)
+    obs = observer.observation(1, np.arange(12), np.ones(12))
+    assert (obs.age_rounds[k] == 1).all() and (obs.age_rounds[others] == 2).all()
+    assert (obs.participations[k] == 1).all() and (obs.participations[others] == 0).all()
+    capacity = engine.world.population.battery_capacity_j[k]
+    np.testing.assert_array_equal(obs.battery_fraction[k], engine.battery_j[k] / capacity)
+    np.testing.assert_array_equal(obs.round_time_s[k], clients.end_s)
+    rate = engine.world.uplink_bits / clients.uplink_airtime_s
+    np.testing.assert_allclose(obs.upload_rate_bps[k], rate, rtol=1e-12)
+    assert np.isnan(obs.upload_rate_bps[others]).all() and np.isnan(obs.sinr_db[others]).all()
+    # the SNR of their upload: p G |h|^2 / (N0 W), round 0's fading
+    cell, channel = engine.world.cell, scenario.channel
+    up_fading, _ = round_fading(channel, 12, scenario.seed, 0)
+    p = engine.world.population.tx_power_w
+    noise_w = cell.noise_psd_w_per_hz * channel.uplink_bandwidth_hz
+    snr = p * cell.large_scale_gain * up_fading / noise_w
+    np.testing.assert_allclose(obs.sinr_db[k], 10 * np.log10(snr[k]), rtol=1e-12)
