@@ -337,6 +337,7 @@ class Simulation(RoundKernel):
             "radio": self.radios.state_dict(),
             **({"sinr_db": {str(k): v for k, v in self.sinr_db.items()}} if self.sinr_db else {}),
             **({} if self.protocol is None else {"protocol": self.protocol.state_dict()}),
+            **({} if self.policy_step is None else {"policy": self.policy_step.state_dict()}),
         }
 
     def load_state_dict(self, saved: dict) -> None:
@@ -358,6 +359,8 @@ class Simulation(RoundKernel):
             if "protocol" not in saved:
                 raise FedjouleError("the checkpoint holds no protocol state; start a new run")
             self.protocol.load_state_dict(saved["protocol"])
+        if self.policy_step is not None:
+            self.policy_step.load_state_dict(saved["policy"])
 
     def summary(self) -> dict:
         """summary.json: every number finite (NaN or inf, which JSON cannot hold, is None)."""

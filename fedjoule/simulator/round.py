@@ -4,10 +4,11 @@ A round is these named steps, each a method of `RoundSteps` (shared by both engi
 of the engine (`RoundKernel` on SimPy, system.SystemEngine on numpy arrays):
 
 1. online    - who is online now and above its battery threshold (`online_clients`)
-2. select    - the round's clients among them (`select`; `who_takes_part` does 1 and 2)
-3. allocate  - what each selected client is given: today the scenario's fixed band share,
-               transmit power, CPU frequency and local steps (`allocate`, an `Allocation`;
-               the place where selection and allocation policies will decide)
+2. select    - the round's clients among them (`select`: a uniform draw, or the scenario's
+               policy.select; `who_takes_part` does 1 and 2)
+3. allocate  - what each selected client is given: the scenario's band share, transmit
+               power, CPU frequency and local steps, or what its policy decides
+               (`allocate`, an `Allocation`; policy_step.py, docs/policies.md)
 4. train     - the selected clients' local steps, in one executor call (`train`; none
                without learning)
 5. transfer  - their downlink, compute, uplink on the shared media, until every one
@@ -50,6 +51,7 @@ from fedjoule.devices.frequency import clients_step_at
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import ClientRecord, _span
+from fedjoule.simulator.policy_step import make_policy_step
 from fedjoule.simulator.radio_states import RadioBank
 from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
 from fedjoule.simulator.round_rules import (
@@ -115,7 +117,10 @@ class RoundSteps:
     (module docstring); `clock` is SimPy's environment or a Clock. An engine adds `world`,
     who is online (`online_clients`, 1), the clients' transfers (`transfer`, 5; with
     `arrivals`, the count that arrived, and `nobody`, a round without clients) and the
-    row's closing (`close_row`, 7)."""
+    row's closing (`close_row`, 7). `policy_step`: the scenario's policy (policy_step.py;
+    None without one), which steps 2 and 3 follow and step 7 informs."""
+
+    policy_step = None
 
     def open_round(self, clock, r: int):
         """Wait for the round's slot when rounds run on a schedule (round.interval_s), then
@@ -131,9 +136,13 @@ class RoundSteps:
         return None
 
     def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
-        """2. This round's clients among the candidates (stream index r, more keys `key`)."""
+        """2. This round's clients among the candidates (stream index r, more keys `key`):
+        select=random's draw (round_rules.select_clients), or the policy's selector."""
         weights = self.selection_weights()
-        return select_clients(candidates, self.world.scenario, r, weights, key)
+        policy = self.policy_step
+        if policy is None or policy.policy.select == "random":
+            return select_clients(candidates, self.world.scenario, r, weights, key)
+        return policy.select(candidates, r, weights, key)
 
     def who_takes_part(self, time_s: float, r: int) -> tuple[np.ndarray, np.ndarray]:
         """1 and 2: the online clients and the selected ones."""
@@ -141,9 +150,12 @@ class RoundSteps:
         return online, self.select(online, r)
 
     def allocate(self, selected: np.ndarray, r: int) -> Allocation:
-        """3. The scenario's fixed allocation (Allocation)."""
+        """3. The scenario's fixed allocation (Allocation), with what the policy decides."""
         steps = self.world.client_steps[selected]
-        return Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
+        allocation = Allocation(selected, steps, arrivals_kept(self.world.scenario, len(selected)))
+        if self.policy_step is not None:
+            self.policy_step.allocate(allocation, r)
+        return allocation
 
     def step_costs(self, allocation: Allocation) -> tuple[np.ndarray, np.ndarray]:
         """Time (s) and energy (J) of one local step of each allocated client: at its
@@ -227,6 +239,7 @@ class RoundKernel(RoundSteps):
         self.outside_records: list[ClientRecord] = []
         # channel.interference=cochannel: each client's upload SINRs (dB), for clients.csv
         self.sinr_db: dict[int, list[float]] = {}
+        self.policy_step = make_policy_step(self)  # None without a policy
 
     # ------------------------------------------------------------------ the steps
     def online_clients(self, time_s: float, r: int) -> np.ndarray:
@@ -355,6 +368,8 @@ class RoundKernel(RoundSteps):
         )
         row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
+        if self.policy_step is not None:
+            self.policy_step.record(row, taking_part, self.battery_j)
         return with_total(row)
 
     def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:

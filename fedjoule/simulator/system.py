@@ -33,6 +33,7 @@ from fedjoule.devices.radio import transmit_draw_w
 from fedjoule.devices.vector_availability import vector_availability
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.errors import FedjouleError
+from fedjoule.simulator.policy_step import make_policy_step
 from fedjoule.simulator.round import Allocation, Clock, RoundSteps, run_on_clock
 from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
 from fedjoule.simulator.round_rules import LEDGER_FIELDS
@@ -140,6 +141,7 @@ class SystemEngine(RoundSteps):
         self.cumulative_energy_j = 0.0
         self.wall_time_s = 0.0
         self.last_clients: ClientsOfRound | None = None
+        self.policy_step = make_policy_step(self)  # None without a policy
 
     # ------------------------------------------------------------------ a round
     def online_clients(self, time_s: float, r: int) -> np.ndarray:
@@ -528,6 +530,8 @@ class SystemEngine(RoundSteps):
         )
         row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
+        if self.policy_step is not None:
+            self.policy_step.record(row, clients, self.battery_j)
         return with_total(row)
 
     # ------------------------------------------------------------------ radio tails

@@ -17,7 +17,9 @@ from fedjoule.folders import stamped_folder
 from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_totals, write_json
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
 from fedjoule.simulator import protocols
+from fedjoule.simulator.policy_step import refusal_without_training
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import (
@@ -37,6 +39,8 @@ def choose_engine(scenario: Scenario, engine: str) -> tuple[str, list[str]]:
     if engine not in ENGINES:
         raise FedjouleError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
     notices = []
+    if scenario.policy.select in LOSS_DRIVEN:  # neither engine has a loss without training
+        raise FedjouleError(refusal_without_training(scenario.policy.select))
     algorithm = algorithm_declaration(scenario.algorithm)
     if algorithm.needs_probe or algorithm.learnt_selection:
         notices.append(

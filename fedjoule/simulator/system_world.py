@@ -102,6 +102,16 @@ class SystemWorld:
         return self.cell.serving_cell
 
 
+def most_steps(scenario, client_steps: np.ndarray) -> int:
+    """The most local steps a client may run in a round: its scenario steps, or
+    policy.max_steps under policy.steps=deadline."""
+    most = int(client_steps.max())
+    policy = scenario.policy
+    if policy.steps == "deadline" and policy.max_steps is not None:
+        most = max(most, policy.max_steps)
+    return most
+
+
 def gradients_of_round(world: SystemWorld, r: int) -> list[int]:
     """Round r's gradient evaluations per local step from the dry count (later rounds
     repeat the last round counted)."""
@@ -230,5 +240,6 @@ def build_system_world(scenario: Scenario) -> SystemWorld:
         downlink_bits=downlink_bits,
         algorithm_cls=algorithm,
         vector_work=vector_work(algorithm, n_params, flops, training.batch_size),
-        gradient_counts=tuple(algorithm.gradient_counts(int(client_steps.max()))),
+        # (up to policy.max_steps when the policy sets the steps)
+        gradient_counts=tuple(algorithm.gradient_counts(most_steps(scenario, client_steps))),
     )

@@ -14,7 +14,7 @@ each section's `cross_checks`; they run as a model validator, and
 `fedjoule.scenarios.loading.validate` also runs them on a partly invalid file so that
 one pass reports every problem.
 
-The sections live in base, learning, devices, network and run; every name is here.
+The sections live in base, learning, devices, network, policy and run; every name is here.
 """
 
 from fedjoule.scenarios.schema.base import (  # noqa: F401
@@ -96,6 +96,7 @@ from fedjoule.scenarios.schema.network import (  # noqa: F401
     _share_sum,
     _trace,
 )
+from fedjoule.scenarios.schema.policy import PolicySection  # noqa: F401
 from fedjoule.scenarios.schema.run import (  # noqa: F401
     TRACKER_NAME,
     CompressionSection,

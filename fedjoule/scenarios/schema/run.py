@@ -31,6 +31,7 @@ from fedjoule.scenarios.schema.network import (
     RoundSection,
     TopologySection,
 )
+from fedjoule.scenarios.schema.policy import PolicySection, _policy_scenario
 from fedjoule.simulator import protocols
 from fedjoule.tracking.registry import tracker_class
 from fedjoule.tracking.session import check_tracking_folder
@@ -520,6 +521,7 @@ class Scenario(Section):
     compression: CompressionSection = Field(default_factory=CompressionSection)
     protocol: ProtocolSection = Field(default_factory=ProtocolSection)
     tracking: TrackingSection = Field(default_factory=TrackingSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
 
     cross_checks = (
         _clients_per_round,
@@ -529,4 +531,5 @@ class Scenario(Section):
         _protocol_round,
         _interference,
         _power_control_channel,
+        _policy_scenario,
     )

@@ -1,0 +1,163 @@
+"""What the server knows of each client, kept round by round for a policy (docs/policies.md):
+its reported battery, last measured upload rate, round and communication time, its
+participation, age and staleness, and the channel state the scenario's policy.csi allows.
+
+Built only for a scenario with a policy (policy.is_default false); both engines update it
+when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_row)."""
+
+import numpy as np
+
+from fedjoule.channel.cell import mean_uplink_snr_db, round_fading
+from fedjoule.channel.link import airtime_s, shannon_rate_bps
+from fedjoule.channel.units import db_to_linear, dbm_to_w
+from fedjoule.policies.observation import Observation
+from fedjoule.simulator.transfers import typical_bandwidth_hz
+
+# the per-client arrays of a checkpoint (state_dict), in this order
+KEPT = ("battery_fraction", "upload_rate_bps", "round_time_s", "comm_time_s", "loss",
+        "participations", "last_selected", "staleness_rounds", "last_sinr_db")  # fmt: skip
+
+
+def battery_fraction(battery_j: np.ndarray, capacity_j: np.ndarray) -> np.ndarray:
+    """State of charge 0..1; 1 for a client on mains (infinite capacity)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.isfinite(capacity_j), battery_j / capacity_j, 1.0)
+
+
+class Observer:
+    """Per client (arrays over the N clients) what a real server knows: reported with each
+    update or measured by the server when it arrives. The training loss is not reported by
+    the engines yet: it stays nan (oort and power-of-choice see every client unexplored)."""
+
+    def __init__(self, world) -> None:
+        self.world = world
+        n = world.population.size
+        pop = world.population
+        self.csi = world.scenario.policy.csi
+        self.battery_fraction = battery_fraction(pop.battery_initial_j, pop.battery_capacity_j)
+        self.upload_rate_bps = np.full(n, np.nan)  # bits / airtime of its last upload
+        self.round_time_s = np.full(n, np.nan)  # round start to its last arrival
+        self.comm_time_s = np.full(n, np.nan)  # that round time less its computation
+        self.loss = np.full(n, np.nan)
+        self.participations = np.zeros(n, dtype=int)  # updates delivered
+        self.last_selected = np.full(n, -1, dtype=int)
+        self.staleness_rounds = np.zeros(n, dtype=int)  # sync rounds: always 0
+        self.last_sinr_db = np.full(n, np.nan)  # policy.csi=last: at its last upload
+        self.mean_sinr_db = self.whole_band_snr_db(None)
+        self.download_s, self.upload_s = self.nominal_comm_s()
+
+    # ------------------------------------------------------------------ the channel
+    def whole_band_snr_db(self, fading: np.ndarray | None) -> np.ndarray:
+        """Every client's uplink SNR over the whole band W (dB): p G |h|^2 / (N0 W), or the
+        scenario's snr_db x |h|^2; `fading` the round's |h|^2 (None: its mean, 1)."""
+        world, channel = self.world, self.world.scenario.channel
+        band_hz = np.full(world.population.size, channel.uplink_bandwidth_hz)
+        snr_db = mean_uplink_snr_db(channel, world.cell, world.population.tx_power_w, band_hz)
+        if fading is None:
+            return snr_db
+        with np.errstate(divide="ignore"):
+            return snr_db + 10 * np.log10(fading)
+
+    def round_snr_db(self, r: int) -> np.ndarray:
+        """Round r's uplink SNR of every client (its block fading, cell.round_fading: the
+        draw both engines make from the same stream)."""
+        scenario = self.world.scenario
+        up_fading, _ = round_fading(scenario.channel, self.world.population.size, scenario.seed, r)
+        return self.whole_band_snr_db(up_fading)
+
+    def known_snr_db(self, r: int, clients: np.ndarray) -> np.ndarray:
+        """The clients' whole-band SNR as the server knows it in round r: this round's
+        (csi oracle), the last measured where there is one (last), else the mean."""
+        mean_db = self.mean_sinr_db[clients]
+        if self.csi == "oracle":
+            return self.round_snr_db(r)[clients]
+        if self.csi == "last":
+            last_db = self.last_sinr_db[clients]
+            return np.where(np.isfinite(last_db), last_db, mean_db)
+        return mean_db
+
+    def nominal_comm_s(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each client's expected download and upload time without fading: the model over
+        the downlink band at its mean SNR, the update over its typical uplink band
+        (transfers.typical_bandwidth_hz: B / the clients a round selects in its cell)."""
+        world, scenario = self.world, self.world.scenario
+        channel, cell, n = scenario.channel, world.cell, world.population.size
+        up_band_hz = typical_bandwidth_hz(scenario, n, cell.serving_cell)
+        up_snr = db_to_linear(
+            mean_uplink_snr_db(channel, cell, world.population.tx_power_w, up_band_hz)
+        )
+        if cell.large_scale_gain is None:
+            down_db = channel.snr_db if channel.downlink_snr_db is None else channel.downlink_snr_db
+            down_snr = np.full(n, db_to_linear(down_db))
+        else:
+            down_snr = (dbm_to_w(channel.bs_tx_power_dbm) * cell.large_scale_gain) / (
+                cell.noise_psd_w_per_hz * channel.downlink_bandwidth_hz
+            )
+        if channel.rate == "fixed":
+            up_rate = up_band_hz * channel.spectral_efficiency_bits_per_hz
+        else:
+            up_rate = shannon_rate_bps(up_band_hz, up_snr)
+        down_rate = shannon_rate_bps(channel.downlink_bandwidth_hz, down_snr)
+        return airtime_s(world.downlink_bits, down_rate), airtime_s(world.uplink_bits, up_rate)
+
+    def expected_comm_s(self, clients: np.ndarray) -> np.ndarray:
+        """The clients' expected time outside their computation: measured in their last
+        round (round time less computation), else the nominal download plus upload."""
+        measured = self.comm_time_s[clients]
+        nominal = self.download_s[clients] + self.upload_s[clients]
+        return np.where(np.isfinite(measured), measured, nominal)
+
+    # ------------------------------------------------------------------ the observation
+    def observation(self, r: int, candidates: np.ndarray, n_samples: np.ndarray) -> Observation:
+        """What a policy sees in round r about the candidates (policies.observation)."""
+        sinr_db = mean_db = None
+        if self.csi == "oracle":
+            sinr_db, mean_db = self.round_snr_db(r)[candidates], self.mean_sinr_db[candidates]
+        elif self.csi == "last":
+            sinr_db, mean_db = self.last_sinr_db[candidates], self.mean_sinr_db[candidates]
+        return Observation(
+            round_index=r,
+            n_clients=self.world.population.size,
+            client_id=candidates,
+            n_samples=n_samples[candidates],
+            battery_fraction=self.battery_fraction[candidates],
+            upload_rate_bps=self.upload_rate_bps[candidates],
+            round_time_s=self.round_time_s[candidates],
+            loss=self.loss[candidates],
+            participations=self.participations[candidates],
+            age_rounds=r - self.last_selected[candidates],
+            staleness_rounds=self.staleness_rounds[candidates],
+            sinr_db=sinr_db,
+            mean_sinr_db=mean_db,
+        )
+
+    def record(self, row: dict, clients, battery_j: np.ndarray) -> None:
+        """After a round's row is closed: what its clients (round_row.ClientsOfRound)
+        reported and what the server measured of their updates."""
+        k, r = clients.client, row["round"]
+        if len(k) == 0:
+            return
+        self.last_selected[k] = r
+        pop = self.world.population
+        self.battery_fraction[k] = battery_fraction(battery_j[k], pop.battery_capacity_j[k])
+        arrived = clients.outcome == "arrived"
+        a = k[arrived]
+        self.participations[a] += 1
+        self.round_time_s[a] = clients.end_s[arrived] - row["sim_time_start_s"]
+        self.comm_time_s[a] = self.round_time_s[a] - clients.compute_time_s[arrived]
+        sent = clients.uplink_airtime_s > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = clients.uplink_bits[sent] / clients.uplink_airtime_s[sent]
+        self.upload_rate_bps[k[sent]] = rate
+        if self.csi == "last":
+            self.last_sinr_db[k[sent]] = self.round_snr_db(r)[k[sent]]
+
+    def state_dict(self) -> dict:
+        """The kept arrays (a checkpoint's, simulator/checkpoint.py)."""
+        return {name: getattr(self, name).copy() for name in KEPT}
+
+    def load_state_dict(self, saved: dict) -> None:
+        for name in KEPT:
+            value = saved[name]
+            value = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+            setattr(self, name, value.copy())

@@ -1,0 +1,206 @@
+"""The policy step of a sync round (docs/policies.md): the scenario's selector over the
+observation (RoundSteps.select) and its allocators filling an Allocation's local steps, CPU
+frequencies and band shares (RoundSteps.allocate), every decision checked
+(policies.observation.check_decision). Built only for a scenario with a policy."""
+
+import numpy as np
+
+from fedjoule import rng
+from fedjoule.channel.units import db_to_linear
+from fedjoule.devices.dvfs import freq_range_hz
+from fedjoule.errors import FedjouleError
+from fedjoule.policies.bandwidth import Uplink, equal_finish_shares
+from fedjoule.policies.deadline import deadline_frequency_hz, deadline_steps
+from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_shares
+from fedjoule.policies.observation import Decision, check_decision
+from fedjoule.policies.select import SELECTORS
+from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
+from fedjoule.simulator.observe import Observer
+from fedjoule.simulator.round_rules import selection_size
+
+
+def make_policy_step(engine):
+    """The engine's PolicyStep, or None for a scenario without a policy (no cost)."""
+    policy = engine.world.scenario.policy
+    if policy.is_default:
+        return None
+    if policy.select in LOSS_DRIVEN and not getattr(engine, "learns", False):
+        raise FedjouleError(refusal_without_training(policy.select))
+    return PolicyStep(engine.world)
+
+
+def refusal_without_training(select: str) -> str:
+    """Why a loss-driven selector does not run without a model."""
+    return (
+        f"policy.select={select} ranks clients by the training loss they report, which a "
+        "run without training (--no-train, the system engines) does not have: run it with "
+        "training, or choose a selector that needs no loss"
+    )
+
+
+def dvfs_ranges(world) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each client's DVFS range (lowest, highest Hz) and the frequency its step time was
+    priced at: compute cpu, its dvfs table's training cluster (without one, its class's
+    [cpu_freq_min_hz, cpu_freq_max_hz], widened to its fixed frequency), at its drawn or
+    fixed frequency; measured with a dvfs table, the table's, at its cpu_freq_hz or the
+    table's top speed (where it was measured). nan for a class without (the schema
+    refuses frequency=deadline there)."""
+    pop = world.population
+    low, high, now = (np.full(pop.size, np.nan) for _ in range(3))
+    for index, cls in enumerate(world.scenario.population.device_classes):
+        rows = pop.class_index == index
+        if cls.dvfs is not None and cls.compute in ("cpu", "measured"):
+            low[rows], high[rows] = freq_range_hz(cls.dvfs)
+        elif cls.compute == "cpu":
+            low[rows] = np.minimum(cls.cpu_freq_min_hz, pop.cpu_freq_hz[rows])
+            high[rows] = np.maximum(cls.cpu_freq_max_hz, pop.cpu_freq_hz[rows])
+        if cls.compute == "cpu":
+            now[rows] = pop.cpu_freq_hz[rows]
+        elif cls.compute == "measured" and cls.dvfs is not None:
+            now[rows] = cls.cpu_freq_hz if cls.cpu_freq_hz is not None else high[rows]
+    return low, high, now
+
+
+class PolicyStep:
+    """The scenario's policy over its Observer (observe.py)."""
+
+    def __init__(self, world) -> None:
+        self.world = world
+        self.policy = world.scenario.policy
+        self.observer = Observer(world)
+        data = getattr(world, "data", None)
+        samples = data.client_samples if data is not None else world.client_samples
+        n = world.population.size
+        self.n_samples = np.ones(n) if samples is None else np.asarray(samples, dtype=float)
+        self.freq_low_hz, self.freq_high_hz, self.freq_now_hz = dvfs_ranges(world)
+
+    # ------------------------------------------------------------------ 2. select
+    def select(self, candidates: np.ndarray, r: int, weights, key=()) -> np.ndarray:
+        """ceil(overcommit m) of the candidates by the scenario's selector, its draws from
+        the round's selection stream (as select=random's)."""
+        name = self.policy.select
+        if weights is not None:
+            raise FedjouleError(
+                f"policy.select={name} would replace the algorithm's own selection weights: "
+                "use select=random with it"
+            )
+        if len(candidates) == 0:
+            return candidates
+        scenario = self.world.scenario
+        m = selection_size(
+            scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
+        )
+        gen = rng.stream(scenario.seed, "selection", r, *key)
+        obs = self.observer.observation(r, candidates, self.n_samples)
+        chosen = np.asarray(SELECTORS[name](obs, m, gen, **self.selector_parameters()))
+        check_decision(Decision(chosen), f"select={name}", candidates)
+        return chosen.astype(int)
+
+    def selector_parameters(self) -> dict:
+        """The scenario's parameters of its selector (schema/policy.py)."""
+        p = self.policy
+        if p.select == "power-of-choice":
+            return {"d": p.choice_d}
+        if p.select == "oort":
+            preferred_s = p.oort_round_time_s or self.world.scenario.round.deadline_s
+            return {"preferred_round_time_s": preferred_s, "alpha": p.oort_alpha}
+        if p.select == "battery":
+            return {"weighted": p.battery_weighted}
+        return {}
+
+    # ------------------------------------------------------------------ 3. allocate
+    def allocate(self, allocation, r: int) -> None:
+        """Fill the allocation's local steps, CPU frequencies and band shares as the
+        policy says; each decision checked (a FedjouleError names the policy, client and
+        value)."""
+        p, world = self.policy, self.world
+        sel = allocation.clients
+        if len(sel) == 0:
+            return
+        deadline_s = world.scenario.round.deadline_s
+        comm_s = self.observer.expected_comm_s(sel)
+        step_s = world.step_time_s[sel]
+        if p.steps == "deadline":
+            most = world.client_steps[sel] if p.max_steps is None else p.max_steps + 0 * sel
+            fit = deadline_steps(step_s, comm_s, deadline_s, int(most.max()))
+            allocation.local_steps = np.minimum(np.atleast_1d(fit), most).astype(int)
+        if p.frequency == "deadline":
+            now_hz = self.freq_now_hz[sel]
+            allocation.cpu_freq_hz = np.atleast_1d(deadline_frequency_hz(
+                step_s * now_hz, 1.0, allocation.local_steps, comm_s, deadline_s,
+                self.freq_low_hz[sel], self.freq_high_hz[sel],
+            )).astype(float)  # fmt: skip
+        ranges = (self.freq_low_hz[sel], self.freq_high_hz[sel])
+        decision = Decision(sel, None, allocation.cpu_freq_hz, allocation.local_steps)
+        check_decision(decision, self.name(), sel, ranges)
+        if p.bandwidth != "equal":
+            allocation.band_share = self.band_shares(allocation, r)
+
+    def name(self) -> str:
+        """The policy as its decisions, for the errors: 'steps=deadline, ...'."""
+        p = self.policy
+        decided = (("frequency", "fixed"), ("steps", "fixed"), ("bandwidth", "equal"))
+        parts = [f"{n}={getattr(p, n)}" for n, default in decided if getattr(p, n) != default]
+        return ", ".join(parts) or f"select={p.select}"
+
+    def compute_s(self, allocation) -> np.ndarray:
+        """The selected clients' expected computation: their steps at their frequency."""
+        sel = allocation.clients
+        time_s = allocation.local_steps * self.world.step_time_s[sel]
+        if allocation.cpu_freq_hz is not None:  # c B K / f: the time scales by f_now / f
+            time_s = time_s * self.freq_now_hz[sel] / allocation.cpu_freq_hz
+        return time_s
+
+    def band_shares(self, allocation, r: int) -> np.ndarray:
+        """Each selected client's share of its cell's uplink band, cell by cell; min-energy
+        falls back to equal-finish's shares in a cell where no split meets every deadline
+        (the deadline then drops whom it drops)."""
+        world, observer = self.world, self.observer
+        sel = allocation.clients
+        serving = world.cell.serving_cell
+        cells = np.zeros(len(sel), dtype=int) if serving is None else serving[sel]
+        shares = np.zeros(len(sel))
+        upload_left_s = (
+            world.scenario.round.deadline_s - observer.download_s[sel] - self.compute_s(allocation)
+            if self.policy.bandwidth == "min-energy" else None
+        )  # fmt: skip
+        for c in np.unique(cells):
+            rows = np.flatnonzero(cells == c)
+            uplink = self.uplink(sel[rows], r)
+            shares[rows] = equal_finish_shares(uplink)
+            if upload_left_s is not None:
+                try:
+                    shares[rows] = min_energy_shares(uplink, upload_left_s[rows])
+                except InfeasibleAllocation:
+                    pass
+            check_decision(Decision(sel[rows], band_share=shares[rows]), self.name(), sel)
+        return shares
+
+    def uplink(self, clients: np.ndarray, r: int) -> Uplink:
+        """The clients' uplink as the server knows it (policies.bandwidth.Uplink): the
+        scenario's rate model at the SNR its policy.csi shows (none: the mean)."""
+        world, channel = self.world, self.world.scenario.channel
+        snr_db = self.observer.known_snr_db(r, clients)
+        common = {
+            "bits": np.full(len(clients), float(world.uplink_bits)),
+            "tx_power_w": world.population.tx_power_w[clients],
+            "bandwidth_hz": float(channel.uplink_bandwidth_hz),
+        }
+        if channel.rate == "fixed":
+            return Uplink(**common, fixed_se_bps_per_hz=channel.spectral_efficiency_bits_per_hz)
+        if world.cell.large_scale_gain is None:  # the scenario's SNR, whatever the share
+            return Uplink(**common, snr=db_to_linear(snr_db))
+        noise = world.cell.noise_psd_w_per_hz
+        rx_w = db_to_linear(snr_db) * noise * channel.uplink_bandwidth_hz  # p G |h|^2
+        return Uplink(**common, rx_power_w=rx_w, noise_psd_w_per_hz=noise)
+
+    # ------------------------------------------------------------------ 7. observe
+    def record(self, row: dict, clients, battery_j: np.ndarray) -> None:
+        """After the row is closed: what the server learnt this round (Observer.record)."""
+        self.observer.record(row, clients, battery_j)
+
+    def state_dict(self) -> dict:
+        return self.observer.state_dict()
+
+    def load_state_dict(self, saved: dict) -> None:
+        self.observer.load_state_dict(saved)
