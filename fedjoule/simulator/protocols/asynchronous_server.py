@@ -18,6 +18,7 @@ import simpy
 import torch
 
 from fedjoule import rng
+from fedjoule.algorithms.state import updated
 from fedjoule.channel.medium import make_medium
 from fedjoule.errors import FedjouleError
 from fedjoule.simulator.client import ClientRecord
@@ -138,7 +139,7 @@ class Streaming(Counts):
         """The new global model (the kernel's adopt: the update kept for freeloaders, the
         divergence check); a NaN/inf model marks the next version's row diverged."""
         marks: dict = {}
-        self.sim.adopt({**self.sim.state, "w": w}, self.sim.buffers, marks)
+        self.sim.adopt(updated(self.sim.state, w=w), self.sim.buffers, marks)
         self.diverged = marks.get("diverged") == 1
 
 
