@@ -41,11 +41,12 @@ class EndOfInstant(simpy.Event):
 
 
 @dataclass
-class ServerState:
-    """What the server keeps between versions (saved in every checkpoint): its version, its
-    dispatch instants, the uploads of the clients in flight ("g:k" keys: dispatch instant g,
-    client k; None without learning), the buffer, and each change of the gradient count
-    per step ([dispatch instant, count per step]: what a replay charges, algorithms/work.py)."""
+class StreamingState:
+    """What the FedAsync/FedBuff server keeps between versions beside the algorithm's
+    ServerState (saved in every checkpoint): its version, its dispatch instants, the
+    uploads of the clients in flight ("g:k" keys: dispatch instant g, client k; None
+    without learning), the buffer, and each change of the gradient count per step
+    ([dispatch instant, count per step]: what a replay charges, algorithms/work.py)."""
 
     version: int = 0  # server model versions so far (rows)
     group: int = 0  # dispatch instants so far: the stream index of the next one
@@ -69,7 +70,7 @@ class Streaming(Counts):
         self.weight_b = section.value("staleness_b")
         self.mixing = section.value("mixing") if self.kind == "async" else None
         self.server_lr = section.value("server_lr") if self.kind == "buffered" else None
-        self.state = ServerState()
+        self.state = StreamingState()
         self.diverged = False  # the last applied model holds NaN/inf
         self.saved: dict | None = None  # a checkpoint's state, until the replay reaches it
 
@@ -109,7 +110,7 @@ class Streaming(Counts):
             learning = {"simulation": sim.state_dict(), "protocol": self.saved}
             sim.reset_system()
             self.counts = UpdateCounts()  # recounted by the replay, then the saved ones
-        self.state, self.diverged, self.saved = ServerState(), False, None
+        self.state, self.diverged, self.saved = StreamingState(), False, None
         env = simpy.Environment()
         server = StreamingServer(self, env, last_round, on_round, replay_to, learning)
         env.run(until=env.process(server.story()))
