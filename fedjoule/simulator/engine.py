@@ -331,6 +331,7 @@ class Simulation(RoundKernel):
         """The state between rounds as plain data: tensors, numbers, strings, containers
         (what `torch.load(weights_only=True)` reads back; simulator/checkpoint.py)."""
         return {
+            # the server state as a plain dict of its names (algorithms/state.py)
             "state": {k: v.cpu() if torch.is_tensor(v) else v for k, v in self.state.items()},
             "ledger": {k: torch.from_numpy(v.copy()) for k, v in self.ledger.items()},
             "battery_j": torch.from_numpy(self.battery_j.copy()),
@@ -347,7 +348,7 @@ class Simulation(RoundKernel):
     def load_state_dict(self, saved: dict) -> None:
         device = self.world.device
         loaded = {k: v.to(device) if torch.is_tensor(v) else v for k, v in saved["state"].items()}
-        self.state = restored(self.state, loaded)
+        self.state = restored(self.state, loaded)  # the saved dict, as the algorithm's class
         self.ledger.update({k: v.numpy().copy() for k, v in saved["ledger"].items()})
         self.battery_j = saved["battery_j"].numpy().copy()
         self.store.load_state_dict(saved["client_store"])
