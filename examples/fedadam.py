@@ -16,10 +16,12 @@ m starts at 0 and v at tau^2 (the paper's v_{-1} >= tau^2). Use it in a scenario
 (docs/writing-an-algorithm.md builds this file step by step.)
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 from pydantic import Field
 
-from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, weighted_mean
+from fedjoule.algorithms.base import Algorithm, AlgorithmConfig, ServerState, weighted_mean
 
 
 class FedAdamConfig(AlgorithmConfig):
@@ -65,6 +67,14 @@ def adam_step(
     return w + server_lr * m / (v.sqrt() + tau)
 
 
+@dataclass
+class FedAdamState(ServerState):
+    """The global model w (from ServerState) and the server's moments m and v."""
+
+    m: torch.Tensor
+    v: torch.Tensor
+
+
 class FedAdam(Algorithm):
     """FedAvg's clients; an Adam server step on the pseudo-gradient Delta."""
 
@@ -74,15 +84,15 @@ class FedAdam(Algorithm):
     downlink_vectors = 1  # the server broadcasts w
 
     def init_state(self, w0):
-        return {
-            "w": w0.clone(),
-            "m": torch.zeros_like(w0),
-            "v": torch.full_like(w0, self.config.tau**2),
-        }
+        return FedAdamState(
+            w=w0.clone(),
+            m=torch.zeros_like(w0),
+            v=torch.full_like(w0, self.config.tau**2),
+        )
 
     def aggregate(self, state, uploads, client_ids):
         c = self.config
-        delta = pseudo_gradient(uploads["model"], self.client_samples[client_ids], state["w"])
-        m = first_moment(state["m"], delta, c.beta1)
-        v = second_moment(state["v"], delta, c.beta2)
-        return {**state, "w": adam_step(state["w"], m, v, c.server_lr, c.tau), "m": m, "v": v}
+        delta = pseudo_gradient(uploads["model"], self.client_samples[client_ids], state.w)
+        m = first_moment(state.m, delta, c.beta1)
+        v = second_moment(state.v, delta, c.beta2)
+        return replace(state, w=adam_step(state.w, m, v, c.server_lr, c.tau), m=m, v=v)

@@ -15,6 +15,7 @@ import torch
 
 from fedjoule.algorithms.declarations import BASE, AlgorithmDeclaration, compression_refusal
 from fedjoule.algorithms.options import AlgorithmConfig
+from fedjoule.algorithms.state import ServerState, updated
 
 GradAt = Callable[[torch.Tensor], torch.Tensor]  # (m, P) params -> (m, P) minibatch gradients
 
@@ -129,17 +130,19 @@ class Algorithm:
         self.seed = seed  # for the algorithm's own random draws (DRFA's snapshot step)
 
     # ------------------------------------------------------------------ server side
-    def init_state(self, w0: torch.Tensor) -> dict[str, Any]:
+    # the defaults below read state["w"] and return updated(...), so that they serve a
+    # plug-in's plain dict state as well as a typed one (algorithms/state.py)
+    def init_state(self, w0: torch.Tensor) -> ServerState:
         """Server state at round 0; `w` is the global model."""
-        return {"w": w0.clone()}
+        return ServerState(w0.clone())
 
-    def selection_weights(self, state: dict[str, Any]) -> torch.Tensor | None:
+    def selection_weights(self, state: ServerState) -> torch.Tensor | None:
         """Relative selection probabilities of the N clients (None: uniform); 0 excludes."""
         return None
 
-    def aggregate(self, state: dict[str, Any], uploads: dict, client_ids: torch.Tensor) -> dict:
+    def aggregate(self, state: ServerState, uploads: dict, client_ids: torch.Tensor) -> ServerState:
         """New server state from the uploads that arrived (rows of `uploads`, ids `client_ids`)."""
-        return {**state, "w": weighted_mean(uploads["model"], self.client_samples[client_ids])}
+        return updated(state, w=weighted_mean(uploads["model"], self.client_samples[client_ids]))
 
     @classmethod
     def aggregation_flops(cls, n_params: int, arrived: int) -> float:
@@ -148,13 +151,13 @@ class Algorithm:
         multiply and an add per parameter and upload)."""
         return cls.declaration.aggregation_flops(n_params, arrived)
 
-    def detected(self, state: dict[str, Any]) -> torch.Tensor | None:
+    def detected(self, state: ServerState) -> torch.Tensor | None:
         """(N,) bool: clients the algorithm has flagged as freeloaders (None: no detection)."""
         return None
 
     # ------------------------------------------------------------------ client side
     def context(
-        self, state: dict[str, Any], client_ids: torch.Tensor, rows: dict, setup: RoundSetup
+        self, state: ServerState, client_ids: torch.Tensor, rows: dict, setup: RoundSetup
     ) -> Context:
         """What the selected clients receive; `start` is where their local training begins.
         `rows` holds their persistent client-state rows (names in `client_state`)."""
@@ -252,13 +255,13 @@ class Algorithm:
             ctx.per_client["anchor"] = start_rows
 
     # ------------------------------------------------------------------ loss probe
-    def probe_model(self, state: dict[str, Any]) -> torch.Tensor:
+    def probe_model(self, state: ServerState) -> torch.Tensor:
         """The model sent to the loss-probe set (DRFA/DRDM: the snapshot average)."""
         return state["w"]
 
     def dual_update(
-        self, state: dict, client_ids: torch.Tensor, losses: torch.Tensor, setup: RoundSetup
-    ) -> dict:
+        self, state: ServerState, client_ids: torch.Tensor, losses: torch.Tensor, setup: RoundSetup
+    ) -> ServerState:
         """Server update from the probe set's minibatch losses."""
         return state
 

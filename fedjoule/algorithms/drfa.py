@@ -6,12 +6,15 @@ clients returns losses at the snapshot average; the server takes a projected
 ascent step on lambda.
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import DrfaConfig
+from fedjoule.algorithms.state import ServerState
 
 HUGE = 1e6  # beyond this, entries are shifted first (else v - (v - 1) rounds to 0)
 
@@ -38,6 +41,16 @@ def project_simplex(v: torch.Tensor) -> torch.Tensor:
     return (v - css[rho] / (rho + 1)).clamp(min=0)
 
 
+@dataclass
+class DrfaState(ServerState):
+    """The model w, the client weights lambda (key "lambda"), the snapshot average and the
+    dual step size (a float64 tensor, decayed every round)."""
+
+    lambda_: torch.Tensor
+    snapshot: torch.Tensor
+    dual_lr: torch.Tensor
+
+
 class Drfa(Algorithm):
     """Lambda-weighted selection, snapshot at t', dual ascent from probe losses; 2 vectors up."""
 
@@ -51,15 +64,12 @@ class Drfa(Algorithm):
             lam = self.client_samples / self.client_samples.sum()
         else:
             lam = torch.full((self.n_clients,), 1.0 / self.n_clients, dtype=torch.float64)
-        return {
-            "w": w0.clone(),
-            "lambda": lam,
-            "snapshot": w0.clone(),
-            "dual_lr": torch.tensor(self.config.dual_lr, dtype=torch.float64),
-        }
+        return DrfaState(
+            w0.clone(), lam, w0.clone(), torch.tensor(self.config.dual_lr, dtype=torch.float64)
+        )
 
     def selection_weights(self, state):
-        return state["lambda"] if self.config.sampling == "lambda" else None
+        return state.lambda_ if self.config.sampling == "lambda" else None
 
     def snapshot_step(self, setup) -> int:
         """t' uniform in {1, ..., K-1} (code), 1 when K = 1; one draw per round for all."""
@@ -68,7 +78,7 @@ class Drfa(Algorithm):
         return int(gen.integers(1, k)) if k > 1 else 1
 
     def context(self, state, client_ids, rows, setup):
-        w = state["w"]
+        w = state.w
         return Context(
             shared={"start": w, "anchor": w, "t_snap": self.snapshot_step(setup)},
             local={"snapshot": w.expand(len(client_ids), -1).clone()},
@@ -90,7 +100,7 @@ class Drfa(Algorithm):
         weights by lambda) or lambda_i / sum lambda (uniform sampling, importance weights)."""
         if self.config.sampling == "lambda":
             return torch.full((len(client_ids),), 1.0 / len(client_ids), dtype=torch.float64)
-        lam = state["lambda"][client_ids]
+        lam = state.lambda_[client_ids]
         return lam / lam.sum()
 
     def combine(self, state, rows, client_ids):
@@ -98,14 +108,14 @@ class Drfa(Algorithm):
         return (weights[:, None] * rows).sum(0)
 
     def aggregate(self, state, uploads, client_ids):
-        return {
-            **state,
-            "w": self.combine(state, uploads["model"], client_ids),
-            "snapshot": self.combine(state, uploads["snapshot"], client_ids),
-        }
+        return replace(
+            state,
+            w=self.combine(state, uploads["model"], client_ids),
+            snapshot=self.combine(state, uploads["snapshot"], client_ids),
+        )
 
     def probe_model(self, state):
-        return state["snapshot"]
+        return state.snapshot
 
     def dual_update(self, state, client_ids, losses, setup):
         if len(client_ids) == 0:
@@ -113,8 +123,8 @@ class Drfa(Algorithm):
         # v_j = (N/|U|) f_j(w_snapshot) for j in U;  lambda <- Proj(lambda + eta K v)
         v = torch.zeros(self.n_clients, dtype=torch.float64)
         v[client_ids] = self.n_clients / len(client_ids) * losses.to(torch.float64).cpu()
-        lam = project_simplex(state["lambda"] + state["dual_lr"] * self.nominal_steps * v)
+        lam = project_simplex(state.lambda_ + state.dual_lr * self.nominal_steps * v)
         if self.config.lambda_floor > 0:
             lam = lam.clamp(min=self.config.lambda_floor)
             lam = lam / lam.sum()
-        return {**state, "lambda": lam, "dual_lr": state["dual_lr"] * self.config.dual_decay}
+        return replace(state, lambda_=lam, dual_lr=state.dual_lr * self.config.dual_decay)

@@ -1,10 +1,20 @@
 """FedACG (Kim, Kim, Han, CVPR 2024): accelerated client gradient (docs/algorithms.md#fedacg)."""
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedACGConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class FedACGState(ServerState):
+    """The model w and the server momentum m."""
+
+    m: torch.Tensor
 
 
 class FedACG(Algorithm):
@@ -14,10 +24,10 @@ class FedACG(Algorithm):
     config_class = FedACGConfig
 
     def init_state(self, w0):
-        return {"w": w0.clone(), "m": torch.zeros_like(w0)}
+        return FedACGState(w0.clone(), torch.zeros_like(w0))
 
     def context(self, state, client_ids, rows, setup):
-        look_ahead = state["w"] + self.config.server_momentum * state["m"]
+        look_ahead = state.w + self.config.server_momentum * state.m
         return Context(shared={"start": look_ahead, "anchor": look_ahead})
 
     def correction(self, params, ctx):
@@ -25,7 +35,7 @@ class FedACG(Algorithm):
 
     def aggregate(self, state, uploads, client_ids):
         # m <- lambda m + mean(theta_i - look-ahead);  w <- w + m = mean theta_i
-        look_ahead = state["w"] + self.config.server_momentum * state["m"]
+        look_ahead = state.w + self.config.server_momentum * state.m
         mean_delta = (uploads["model"] - look_ahead).mean(0)
-        m = self.config.server_momentum * state["m"] + mean_delta
-        return {**state, "w": state["w"] + m, "m": m}
+        m = self.config.server_momentum * state.m + mean_delta
+        return replace(state, w=state.w + m, m=m)

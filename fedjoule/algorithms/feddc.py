@@ -6,11 +6,22 @@ local models plus the mean drift of all N clients. `aggregation: paper` averages
 (theta_i + h_i) over the arrived clients instead.
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedDCConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class FedDCState(ServerState):
+    """The model w, the control variate c and the server's mirror h_sum of sum_j h_j."""
+
+    c: torch.Tensor
+    h_sum: torch.Tensor
 
 
 class FedDC(Algorithm):
@@ -24,15 +35,15 @@ class FedDC(Algorithm):
 
     def init_state(self, w0):
         zeros = torch.zeros_like(w0)
-        return {"w": w0.clone(), "c": zeros.clone(), "h_sum": zeros.clone()}
+        return FedDCState(w0.clone(), zeros.clone(), zeros.clone())
 
     def context(self, state, client_ids, rows, setup):
-        weight = self.size_weight[client_ids].to(state["w"])[:, None]
+        weight = self.size_weight[client_ids].to(state.w)[:, None]
         alpha = torch.full_like(weight, self.config.alpha)
         if self.config.adaptive_alpha:
             alpha = alpha / weight
         return Context(
-            shared={"start": state["w"], "c": state["c"]},
+            shared={"start": state.w, "c": state.c},
             per_client={"h_i": rows["h_i"], "c_i": rows["c_i"], "alpha": alpha, "weight": weight},
         )
 
@@ -67,10 +78,10 @@ class FedDC(Algorithm):
         return {"h_i": h_new, "c_i": c_new}
 
     def aggregate(self, state, uploads, client_ids):
-        c = state["c"] + uploads["delta_c"].sum(0) / self.n_clients
-        h_sum = state["h_sum"] + uploads["delta"].sum(0)  # server mirror of sum_j h_j
+        c = state.c + uploads["delta_c"].sum(0) / self.n_clients
+        h_sum = state.h_sum + uploads["delta"].sum(0)  # server mirror of sum_j h_j
         if self.config.aggregation == "paper":
             w = uploads["model_plus_drift"].mean(0)
         else:
             w = uploads["model"].mean(0) + h_sum / self.n_clients
-        return {**state, "w": w, "c": c, "h_sum": h_sum}
+        return replace(state, w=w, c=c, h_sum=h_sum)

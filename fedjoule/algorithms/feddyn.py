@@ -1,10 +1,20 @@
 """FedDyn (Acar et al., ICLR 2021): dynamic regularisation (docs/algorithms.md#feddyn)."""
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FedDynConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class FedDynState(ServerState):
+    """The model w and the server's correction h."""
+
+    h: torch.Tensor
 
 
 def dyn_correction(params, g_i, alpha, anchor):
@@ -37,12 +47,12 @@ class FedDyn(Algorithm):
     client_state = ("g_i",)
 
     def init_state(self, w0):
-        return {"w": w0.clone(), "h": torch.zeros_like(w0)}
+        return FedDynState(w0.clone(), torch.zeros_like(w0))
 
     def context(self, state, client_ids, rows, setup):
-        alpha = client_alpha(self.config, self.size_weight, client_ids).to(state["w"])[:, None]
+        alpha = client_alpha(self.config, self.size_weight, client_ids).to(state.w)[:, None]
         return Context(
-            shared={"start": state["w"], "anchor": state["w"]},
+            shared={"start": state.w, "anchor": state.w},
             per_client={"g_i": rows["g_i"], "alpha": alpha},
         )
 
@@ -55,7 +65,5 @@ class FedDyn(Algorithm):
         return {"g_i": dyn_client_update(params, p["g_i"], p["alpha"], ctx.vector("anchor"))}
 
     def aggregate(self, state, uploads, client_ids):
-        w, h = dyn_server(
-            state["h"], uploads["model"], state["w"], self.config.alpha, self.n_clients
-        )
-        return {**state, "w": w, "h": h}
+        w, h = dyn_server(state.h, uploads["model"], state.w, self.config.alpha, self.n_clients)
+        return replace(state, w=w, h=h)

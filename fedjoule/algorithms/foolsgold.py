@@ -1,11 +1,14 @@
 """FoolsGold (Fung, Yoon, Beschastnikh, RAID 2020): down-weights clients whose update
 histories look alike (sybils, freeloaders). docs/algorithms.md#foolsgold, official code's rules."""
 
+from dataclasses import dataclass, field, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import FoolsGoldConfig
+from fedjoule.algorithms.state import ServerState
 
 
 def foolsgold_weights(history: torch.Tensor, confidence: float = 1.0) -> torch.Tensor:
@@ -25,6 +28,14 @@ def foolsgold_weights(history: torch.Tensor, confidence: float = 1.0) -> torch.T
     return logit.nan_to_num(0.0).clamp(0, 1)
 
 
+@dataclass
+class FoolsGoldState(ServerState):
+    """The model w, each seen client's summed updates H_i and its last weight."""
+
+    history: dict[int, torch.Tensor] = field(default_factory=dict)
+    weights: dict[int, float] = field(default_factory=dict)
+
+
 class FoolsGold(Algorithm):
     """Server keeps H_i = sum of client i's updates; aggregation weights from cosine similarity."""
 
@@ -32,17 +43,17 @@ class FoolsGold(Algorithm):
     config_class = FoolsGoldConfig
 
     def init_state(self, w0):
-        return {"w": w0.clone(), "history": {}, "weights": {}}
+        return FoolsGoldState(w0.clone())
 
     def aggregate(self, state, uploads, client_ids):
-        deltas = uploads["model"] - state["w"]
-        history = dict(state["history"])
+        deltas = uploads["model"] - state.w
+        history = dict(state.history)
         for row, k in enumerate(client_ids.tolist()):
-            history[k] = history.get(k, torch.zeros_like(state["w"])) + deltas[row]
+            history[k] = history.get(k, torch.zeros_like(state.w)) + deltas[row]
         stacked = torch.stack([history[k] for k in client_ids.tolist()])
         a = foolsgold_weights(stacked, self.config.confidence).to(deltas)
-        weights = {**state["weights"], **dict(zip(client_ids.tolist(), a.tolist(), strict=True))}
+        weights = {**state.weights, **dict(zip(client_ids.tolist(), a.tolist(), strict=True))}
         total = (a[:, None] * deltas).sum(0)
         if self.config.combine == "mean":
             total = total / a.sum() if a.sum() > 0 else torch.zeros_like(total)
-        return {**state, "w": state["w"] + total, "history": history, "weights": weights}
+        return replace(state, w=state.w + total, history=history, weights=weights)

@@ -10,6 +10,7 @@ from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.algorithms.declarations import AlgorithmDeclaration
 from fedjoule.algorithms.executor import SequentialExecutor
 from fedjoule.algorithms.registry import algorithm_class, build_algorithm
+from fedjoule.algorithms.state import ServerState
 from fedjoule.algorithms.work import GradientCount
 
 
@@ -49,7 +50,7 @@ def fabricate(
 def train_clients(
     algorithm: Algorithm,
     executor,
-    state: dict[str, Any],
+    state: ServerState,
     client_ids: torch.Tensor,
     setup: RoundSetup,
     batch_idx: torch.Tensor,
@@ -104,8 +105,8 @@ def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Te
 
 
 def aggregate_arrived(
-    algorithm: Algorithm, state: dict[str, Any], result: LocalResult, arrived: torch.Tensor
-) -> dict[str, Any]:
+    algorithm: Algorithm, state: ServerState, result: LocalResult, arrived: torch.Tensor
+) -> ServerState:
     """Step 5: the server aggregates the uploads of the clients that arrived (bool mask (m,))."""
     uploads = {k: _rows(result.client_ids, v, arrived)[1] for k, v in result.uploads.items()}
     return algorithm.aggregate(state, uploads, _rows(result.client_ids, None, arrived)[0])
@@ -131,7 +132,7 @@ def _rows(client_ids: torch.Tensor, values, mask: torch.Tensor):
     return client_ids[rows], None if values is None else values[rows.to(values.device)]
 
 
-def model_is_finite(state: dict) -> bool:
+def model_is_finite(state: ServerState) -> bool:
     """No NaN or inf in the global model. Only the model: other server state may hold NaN
     on purpose (TACO's alpha of clients not yet seen), and a NaN/inf there reaches the
     model in the next aggregation."""

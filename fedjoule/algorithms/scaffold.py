@@ -3,11 +3,21 @@
 The update rules: docs/algorithms.md#scaffold.
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import ScaffoldConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class ScaffoldState(ServerState):
+    """The model w and the server control variate c."""
+
+    c: torch.Tensor
 
 
 class Scaffold(Algorithm):
@@ -19,12 +29,10 @@ class Scaffold(Algorithm):
     uplink_wire = ("delta_y", "delta_c")  # differences already: sent as they are
 
     def init_state(self, w0):
-        return {"w": w0.clone(), "c": torch.zeros_like(w0)}
+        return ScaffoldState(w0.clone(), torch.zeros_like(w0))
 
     def context(self, state, client_ids, rows, setup):
-        return Context(
-            shared={"start": state["w"], "c": state["c"]}, per_client={"c_i": rows["c_i"]}
-        )
+        return Context(shared={"start": state.w, "c": state.c}, per_client={"c_i": rows["c_i"]})
 
     def correction(self, params, ctx):
         return ctx.shared["c"] - ctx.per_client["c_i"]
@@ -49,6 +57,6 @@ class Scaffold(Algorithm):
 
     def aggregate(self, state, uploads, client_ids):
         # x += eta_g mean(delta y);  c += (1/N) sum(delta c)
-        w = state["w"] + self.config.server_lr * uploads["delta_y"].mean(0)
-        c = state["c"] + uploads["delta_c"].sum(0) / self.n_clients
-        return {**state, "w": w, "c": c}
+        w = state.w + self.config.server_lr * uploads["delta_y"].mean(0)
+        c = state.c + uploads["delta_c"].sum(0) / self.n_clients
+        return replace(state, w=w, c=c)

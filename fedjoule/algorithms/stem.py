@@ -4,11 +4,22 @@ Clients step along a momentum d updated with two gradients on the same minibatch
 d <- g(x_k) + (1 - a)(d - g(x_{k-1})); the server averages both x and d.
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context, add_decay, clip_rows
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import StemConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class StemState(ServerState):
+    """The model w, the mean momentum d and whether d was set yet (a bool tensor)."""
+
+    d: torch.Tensor
+    has_d: torch.Tensor
 
 
 class Stem(Algorithm):
@@ -20,14 +31,14 @@ class Stem(Algorithm):
     upload_references = {"model": "start", "momentum": "d"}  # d: the broadcast momentum
 
     def init_state(self, w0):
-        return {"w": w0.clone(), "d": torch.zeros_like(w0), "has_d": torch.tensor(False)}
+        return StemState(w0.clone(), torch.zeros_like(w0), torch.tensor(False))
 
     def context(self, state, client_ids, rows, setup):
         m = len(client_ids)
-        w = state["w"]
+        w = state.w
         return Context(
-            shared={"start": w, "d": state["d"], "has_d": bool(state["has_d"])},
-            local={"d": state["d"].expand(m, -1).clone(), "previous": w.expand(m, -1).clone()},
+            shared={"start": w, "d": state.d, "has_d": bool(state.has_d)},
+            local={"d": state.d.expand(m, -1).clone(), "previous": w.expand(m, -1).clone()},
         )
 
     def direction(self, k, params, grad_at, ctx, setup, active):
@@ -49,9 +60,9 @@ class Stem(Algorithm):
         return {"model": params, "momentum": ctx.local["d"]}
 
     def aggregate(self, state, uploads, client_ids):
-        return {
-            **state,
-            "w": uploads["model"].mean(0),
-            "d": uploads["momentum"].mean(0),
-            "has_d": torch.tensor(True),
-        }
+        return replace(
+            state,
+            w=uploads["model"].mean(0),
+            d=uploads["momentum"].mean(0),
+            has_d=torch.tensor(True),
+        )

@@ -10,11 +10,26 @@ alpha_i / sum alpha gives an update whose size does not shrink as the clients' u
 cancel, so the model never settles.
 """
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from fedjoule.algorithms.base import Algorithm, Context
 from fedjoule.algorithms.declarations import DECLARATIONS
 from fedjoule.algorithms.options import TacoConfig
+from fedjoule.algorithms.state import ServerState
+
+
+@dataclass
+class TacoState(ServerState):
+    """The model w, the latest aggregated pseudo-gradient Delta, each client's last alpha
+    (NaN: never seen) and their mean, the suspicion counts and the expelled clients."""
+
+    delta: torch.Tensor
+    alpha: torch.Tensor
+    alpha_mean: torch.Tensor
+    suspicious: torch.Tensor
+    expelled: torch.Tensor
 
 
 class Taco(Algorithm):
@@ -26,27 +41,27 @@ class Taco(Algorithm):
 
     def init_state(self, w0):
         n = self.n_clients
-        return {
-            "w": w0.clone(),
-            "delta": torch.zeros_like(w0),  # latest aggregated pseudo-gradient Delta^t
-            "alpha": torch.full((n,), float("nan"), dtype=torch.float64),  # NaN: never seen
-            "alpha_mean": torch.tensor(0.0, dtype=torch.float64),
-            "suspicious": torch.zeros(n, dtype=torch.int64),
-            "expelled": torch.zeros(n, dtype=torch.bool),
-        }
+        return TacoState(
+            w=w0.clone(),
+            delta=torch.zeros_like(w0),  # latest aggregated pseudo-gradient Delta^t
+            alpha=torch.full((n,), float("nan"), dtype=torch.float64),  # NaN: never seen
+            alpha_mean=torch.tensor(0.0, dtype=torch.float64),
+            suspicious=torch.zeros(n, dtype=torch.int64),
+            expelled=torch.zeros(n, dtype=torch.bool),
+        )
 
     def selection_weights(self, state):
-        return (~state["expelled"]).to(torch.float64)
+        return (~state.expelled).to(torch.float64)
 
     def detected(self, state):
-        return state["expelled"]
+        return state.expelled
 
     def context(self, state, client_ids, rows, setup):
-        alpha = state["alpha"][client_ids]
-        alpha = torch.where(alpha.isnan(), state["alpha_mean"], alpha).to(state["w"])
+        alpha = state.alpha[client_ids]
+        alpha = torch.where(alpha.isnan(), state.alpha_mean, alpha).to(state.w)
         scale = self.config.gamma / (self.nominal_steps if self.config.normalize_by_k else 1)
         return Context(
-            shared={"start": state["w"], "delta": state["delta"]},
+            shared={"start": state.w, "delta": state.delta},
             per_client={"coefficient": (scale * (1 - alpha))[:, None]},
         )
 
@@ -63,24 +78,23 @@ class Taco(Algorithm):
         # alpha_i = clip(<Delta_i, Dbar> / |Delta_i|^2, 0, 1)   (reconstructed Eq. 7)
         alpha = ((deltas @ mean) / (deltas * deltas).sum(1).clamp(min=1e-30)).clamp(0, 1)
         alpha = alpha.to(torch.float64)
-        suspicious = state["suspicious"].clone()
+        suspicious = state.suspicious.clone()
         suspicious[client_ids] += (alpha > self.config.kappa).to(torch.int64)
-        expelled = state["expelled"] | (suspicious > self.config.zeta)
+        expelled = state.expelled | (suspicious > self.config.zeta)
         floor = (
             1 / len(client_ids) if self.config.weight_floor is None else self.config.weight_floor
         )
         weights = torch.where(expelled[client_ids], 0.0, alpha + floor)
-        new_state = {
-            **state,
-            "alpha": state["alpha"].index_put((client_ids,), alpha),
-            "alpha_mean": alpha.mean(),
-            "suspicious": suspicious,
-            "expelled": expelled,
-        }
+        new_state = replace(
+            state,
+            alpha=state.alpha.index_put((client_ids,), alpha),
+            alpha_mean=alpha.mean(),
+            suspicious=suspicious,
+            expelled=expelled,
+        )
         if weights.sum() <= 0:  # every arrival expelled: keep the model
             return new_state
         p = (weights / weights.sum()).to(deltas)
         delta = (p[:, None] * deltas).sum(0)  # tailored aggregation (reconstructed Eq. 9)
         lr = uploads["lr"][0]
-        new_state.update(w=state["w"] - self.config.server_lr * lr * delta, delta=delta)
-        return new_state
+        return replace(new_state, w=state.w - self.config.server_lr * lr * delta, delta=delta)

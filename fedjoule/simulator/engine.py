@@ -32,6 +32,7 @@ from fedjoule.algorithms.learning import (
     model_is_finite,
     train_clients,
 )
+from fedjoule.algorithms.state import ServerState, restored
 from fedjoule.energy_kinds import (  # noqa: F401 - engine's names, kept public
     DEVICE_FIELDS,
     END_OF_RUN_TAIL,
@@ -99,7 +100,7 @@ class Simulation(RoundKernel):
         self.protocol = make_protocol(self)  # None: sync rounds
 
     # ------------------------------------------------------------------ the learning steps
-    def model(self) -> dict:
+    def model(self) -> ServerState:
         """What a sync round trains from: the server's state."""
         return self.state
 
@@ -108,7 +109,7 @@ class Simulation(RoundKernel):
         weights = self.world.algorithm.selection_weights(self.state)
         return None if weights is None else weights.cpu().numpy().astype(float)
 
-    def train(self, model: dict, allocation: Allocation, r: int, lr: float) -> Trained:
+    def train(self, model: ServerState, allocation: Allocation, r: int, lr: float) -> Trained:
         """Step 4 from `model` (round.py)."""
         return self.train_selected(model, allocation.clients, r, lr, allocation.local_steps)
 
@@ -127,7 +128,9 @@ class Simulation(RoundKernel):
             device = trained.start_buffers.device
             self.client_buffers[trained.ids[kept]] = trained.result.buffers[kept.to(device)]
 
-    def aggregated(self, state: dict, buffers, played: Played) -> tuple[dict, torch.Tensor]:
+    def aggregated(
+        self, state: ServerState, buffers, played: Played
+    ) -> tuple[ServerState, torch.Tensor]:
         """Step 6 over `state` and `buffers`: the arrived uploads of `played` aggregated."""
         arrived = torch.tensor([rec.outcome == "arrived" for rec in played.records])
         result, algorithm = played.trained.result, self.world.algorithm
@@ -138,7 +141,7 @@ class Simulation(RoundKernel):
         """Step 6 of a sync round: the server's new state (round.py)."""
         self.adopt(*self.aggregated(self.state, self.buffers, played), row)
 
-    def adopt(self, state: dict, buffers: torch.Tensor, row: dict) -> None:
+    def adopt(self, state: ServerState, buffers: torch.Tensor, row: dict) -> None:
         """The server's new state and running statistics (the update kept for freeloaders);
         a model with NaN/inf marks the row diverged."""
         previous = self.state["w"]
@@ -163,7 +166,9 @@ class Simulation(RoundKernel):
         (a protocol's replay of its timeline charges the counts the run had)."""
         self.step_gradients = per_step
 
-    def train_selected(self, state: dict, selected: np.ndarray, r: int, lr: float, steps=None):
+    def train_selected(
+        self, state: ServerState, selected: np.ndarray, r: int, lr: float, steps=None
+    ):
         """Step 4: the selected clients' local steps (`steps`, None: the scenario's) from
         `state` in one executor call (stream index r); returns Trained."""
         world, training, seed = self.world, self.world.scenario.training, self.world.scenario.seed
@@ -326,6 +331,7 @@ class Simulation(RoundKernel):
         """The state between rounds as plain data: tensors, numbers, strings, containers
         (what `torch.load(weights_only=True)` reads back; simulator/checkpoint.py)."""
         return {
+            # the server state as a plain dict of its names (algorithms/state.py)
             "state": {k: v.cpu() if torch.is_tensor(v) else v for k, v in self.state.items()},
             "ledger": {k: torch.from_numpy(v.copy()) for k, v in self.ledger.items()},
             "battery_j": torch.from_numpy(self.battery_j.copy()),
@@ -342,9 +348,8 @@ class Simulation(RoundKernel):
 
     def load_state_dict(self, saved: dict) -> None:
         device = self.world.device
-        self.state = {
-            k: v.to(device) if torch.is_tensor(v) else v for k, v in saved["state"].items()
-        }
+        loaded = {k: v.to(device) if torch.is_tensor(v) else v for k, v in saved["state"].items()}
+        self.state = restored(self.state, loaded)  # the saved dict, as the algorithm's class
         self.ledger.update({k: v.numpy().copy() for k, v in saved["ledger"].items()})
         self.battery_j = saved["battery_j"].numpy().copy()
         self.store.load_state_dict(saved["client_store"])

@@ -372,6 +372,38 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_files(tmp_path, reference):
     assert torch.equal(final_state(full)["v"], final_state(out)["v"])
 
 
+# FedAdam as plug-ins were written before typed states: a plain dict state, updated as
+# {**state, ...}; appended to the example, whose functions it uses
+DICT_WAY = """
+
+class DictFedAdam(FedAdam):
+    def init_state(self, w0):
+        m, v = torch.zeros_like(w0), torch.full_like(w0, self.config.tau**2)
+        return {"w": w0.clone(), "m": m, "v": v}
+
+    def aggregate(self, state, uploads, client_ids):
+        c = self.config
+        delta = pseudo_gradient(uploads["model"], self.client_samples[client_ids], state["w"])
+        m = first_moment(state["m"], delta, c.beta1)
+        v = second_moment(state["v"], delta, c.beta2)
+        return {**state, "w": adam_step(state["w"], m, v, c.server_lr, c.tau), "m": m, "v": v}
+"""
+
+
+def test_a_dict_state_plugin_runs_and_resumes_as_the_typed_example(tmp_path, reference):
+    """The older way still works: stopped after a round and resumed, the dict-state FedAdam
+    gives the typed example's files and final state, its checkpoint a dict of the same names."""
+    (tmp_path / "dictadam.py").write_text(EXAMPLE.read_text() + DICT_WAY)
+    path = scenario_file(tmp_path, {**CUSTOM, "class": "dictadam.py:DictFedAdam"})
+    out = tmp_path / "run"
+    run_scenario(load_scenario(path), out, device="cpu", stop_after=1)
+    assert cli("run", "--resume", "--out", out, "-q", "--allow-plugin-path", tmp_path) == 0
+    assert compare(reference[1], out) == []
+    ours, typed = final_state(out), final_state(reference[1])
+    assert type(ours) is dict and list(ours) == list(typed) == ["w", "m", "v"]
+    assert all(torch.equal(ours[key], typed[key]) for key in typed)
+
+
 def test_a_changed_plugin_file_refuses_resume(tmp_path, capsys):
     path = scenario_file(tmp_path, CUSTOM)
     out = tmp_path / "run"

@@ -18,6 +18,7 @@ import simpy
 import torch
 
 from fedjoule import rng
+from fedjoule.algorithms.state import updated
 from fedjoule.channel.medium import make_medium
 from fedjoule.errors import FedjouleError
 from fedjoule.simulator.client import ClientRecord
@@ -40,11 +41,12 @@ class EndOfInstant(simpy.Event):
 
 
 @dataclass
-class ServerState:
-    """What the server keeps between versions (saved in every checkpoint): its version, its
-    dispatch instants, the uploads of the clients in flight ("g:k" keys: dispatch instant g,
-    client k; None without learning), the buffer, and each change of the gradient count
-    per step ([dispatch instant, count per step]: what a replay charges, algorithms/work.py)."""
+class StreamingState:
+    """What the FedAsync/FedBuff server keeps between versions beside the algorithm's
+    ServerState (saved in every checkpoint): its version, its dispatch instants, the
+    uploads of the clients in flight ("g:k" keys: dispatch instant g, client k; None
+    without learning), the buffer, and each change of the gradient count per step
+    ([dispatch instant, count per step]: what a replay charges, algorithms/work.py)."""
 
     version: int = 0  # server model versions so far (rows)
     group: int = 0  # dispatch instants so far: the stream index of the next one
@@ -68,7 +70,7 @@ class Streaming(Counts):
         self.weight_b = section.value("staleness_b")
         self.mixing = section.value("mixing") if self.kind == "async" else None
         self.server_lr = section.value("server_lr") if self.kind == "buffered" else None
-        self.state = ServerState()
+        self.state = StreamingState()
         self.diverged = False  # the last applied model holds NaN/inf
         self.saved: dict | None = None  # a checkpoint's state, until the replay reaches it
 
@@ -108,7 +110,7 @@ class Streaming(Counts):
             learning = {"simulation": sim.state_dict(), "protocol": self.saved}
             sim.reset_system()
             self.counts = UpdateCounts()  # recounted by the replay, then the saved ones
-        self.state, self.diverged, self.saved = ServerState(), False, None
+        self.state, self.diverged, self.saved = StreamingState(), False, None
         env = simpy.Environment()
         server = StreamingServer(self, env, last_round, on_round, replay_to, learning)
         env.run(until=env.process(server.story()))
@@ -138,7 +140,7 @@ class Streaming(Counts):
         """The new global model (the kernel's adopt: the update kept for freeloaders, the
         divergence check); a NaN/inf model marks the next version's row diverged."""
         marks: dict = {}
-        self.sim.adopt({**self.sim.state, "w": w}, self.sim.buffers, marks)
+        self.sim.adopt(updated(self.sim.state, w=w), self.sim.buffers, marks)
         self.diverged = marks.get("diverged") == 1
 
 

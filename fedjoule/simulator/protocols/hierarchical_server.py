@@ -10,6 +10,7 @@ import simpy
 import torch
 
 from fedjoule.algorithms.base import weighted_mean
+from fedjoule.algorithms.state import ServerState, updated
 from fedjoule.simulator.client import ClientRecord
 from fedjoule.simulator.protocols.counts import Counts, count_updates, stale_columns
 from fedjoule.simulator.transfers import serving_cells
@@ -20,7 +21,7 @@ class EdgeResult:
     """An edge server's part of a cloud round: its model, running statistics, clients'
     records, rounds aggregated, and its clients' training samples (the cloud's weight)."""
 
-    state: dict
+    state: ServerState
     buffers: object
     records: list[ClientRecord] = field(default_factory=list)
     aggregated: int = 0
@@ -117,16 +118,14 @@ class Hierarchical(Counts):
         return out
 
 
-def mean_state(states: list[dict], weights: torch.Tensor) -> dict:
+def mean_state(states: list[ServerState], weights: torch.Tensor) -> ServerState:
     """The cloud's state: each floating tensor the weighted mean of the edges' (one edge:
     its state as it is); anything else the first edge's."""
     if len(states) == 1:
-        return dict(states[0])
-    out = {}
+        return updated(states[0])
+    means = {}
     for name, value in states[0].items():
         if torch.is_tensor(value) and value.is_floating_point():
             rows = torch.stack([s[name] for s in states]).flatten(1)
-            out[name] = weighted_mean(rows, weights).reshape(value.shape).to(value.dtype)
-        else:
-            out[name] = value
-    return out
+            means[name] = weighted_mean(rows, weights).reshape(value.shape).to(value.dtype)
+    return updated(states[0], **means)
