@@ -12,7 +12,7 @@ PACKAGE = Path(fedjoule.__file__).parent
 # Imports inside functions, all modules counted, each a deferral of a heavy dependency
 # with a `# deferred:` comment above its block. Lower MAX_INNER as they go (issue 27's
 # target: at most 40 in all).
-MAX_INNER = 39
+MAX_INNER = 38
 UNSAID = 0  # inner imports without a `# deferred:` comment above their block
 DEFERRED = "# deferred:"
 

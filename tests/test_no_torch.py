@@ -28,7 +28,12 @@ COMMANDS = [
     ["validate", "--no-train", "default"],
     ["run", "--no-train", "default", "--out", "run", "--set", "training.rounds=2"],
     ["capacity", "default", "--rounds", "5", "--out", "capacity"],
-]
+    # the protocols' servers leave the model arithmetic to the learning engine
+    ["run", "--no-train", "default", "--out", "run-buffered", "--set", "training.rounds=2",
+     "--set", "protocol.kind=buffered", "--set", "round.interval_s=null"],
+    ["run", "--no-train", "default", "--out", "run-hierarchical", "--set", "training.rounds=2",
+     "--set", "protocol.kind=hierarchical"],
+]  # fmt: skip
 
 
 def test_the_commands_that_train_nothing_import_no_torch(tmp_path):
@@ -44,3 +49,5 @@ def test_the_commands_that_train_nothing_import_no_torch(tmp_path):
     assert said == [f"{c[0]}: torch loaded False, exit code 0" for c in COMMANDS]
     assert (tmp_path / "run" / "summary.json").is_file()
     assert (tmp_path / "capacity" / "capacity.json").is_file()
+    assert (tmp_path / "run-buffered" / "summary.json").is_file()
+    assert (tmp_path / "run-hierarchical" / "summary.json").is_file()

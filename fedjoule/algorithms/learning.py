@@ -10,7 +10,7 @@ from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.algorithms.declarations import AlgorithmDeclaration
 from fedjoule.algorithms.executor import SequentialExecutor
 from fedjoule.algorithms.registry import algorithm_class, build_algorithm
-from fedjoule.algorithms.state import ServerState
+from fedjoule.algorithms.state import ServerState, updated
 from fedjoule.algorithms.work import GradientCount
 
 
@@ -196,3 +196,16 @@ def counted_declaration(section) -> CountedDeclaration:
         section=section,
         cls=cls,
     )
+
+
+def mean_state(states: list[ServerState], weights: torch.Tensor) -> ServerState:
+    """The cloud's state under hierarchical rounds: each floating tensor the weighted mean
+    of the edges' (one edge: its state as it is); anything else the first edge's."""
+    if len(states) == 1:
+        return updated(states[0])
+    means = {}
+    for name, value in states[0].items():
+        if torch.is_tensor(value) and value.is_floating_point():
+            rows = torch.stack([s[name] for s in states]).reshape(len(states), -1)
+            means[name] = weighted_mean(rows, weights).reshape(value.shape).to(value.dtype)
+    return updated(states[0], **means)

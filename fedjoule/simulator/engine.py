@@ -21,7 +21,7 @@ import simpy
 import torch
 
 from fedjoule import rng
-from fedjoule.algorithms.base import RoundSetup
+from fedjoule.algorithms.base import RoundSetup, weighted_mean
 from fedjoule.algorithms.client_store import ClientStore
 from fedjoule.algorithms.executor import minibatch_indices
 from fedjoule.algorithms.learning import (
@@ -29,6 +29,7 @@ from fedjoule.algorithms.learning import (
     aggregate_buffers,
     fabricate,
     keep_client_state,
+    mean_state,
     model_is_finite,
     train_clients,
 )
@@ -140,6 +141,20 @@ class Simulation(RoundKernel):
     def aggregate(self, played: Played, row: dict) -> None:
         """Step 6 of a sync round: the server's new state (round.py)."""
         self.adopt(*self.aggregated(self.state, self.buffers, played), row)
+
+    def edges_mean(self, states: list, buffers: list, samples: list[float]) -> tuple:
+        """Hierarchical: the cloud's state and running statistics, the edges' weighted by
+        their clients' samples (mean_state)."""
+        weights = torch.as_tensor(samples)
+        mean_buffers = self.buffers
+        if mean_buffers.numel():
+            mean_buffers = weighted_mean(torch.stack(buffers), weights)
+        return mean_state(states, weights), mean_buffers
+
+    def samples_of(self, clients) -> float:
+        """The training samples of `clients` (an edge's members) in all."""
+        ids = torch.as_tensor(clients)
+        return float(self.world.algorithm.client_samples[ids].sum())
 
     def adopt(self, state: ServerState, buffers: torch.Tensor, row: dict) -> None:
         """The server's new state and running statistics (the update kept for freeloaders);

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from fedjoule.algorithms.drfa import DrfaState
+from fedjoule.algorithms.learning import mean_state
 from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.algorithms.scaffold import ScaffoldState
 from fedjoule.algorithms.state import ServerState, restored, updated
 from fedjoule.algorithms.stem import StemState
-from fedjoule.simulator.protocols.hierarchical_server import mean_state
 
 # the names each algorithm's checkpoints held when the state was a dict (before typed
 # states): a checkpoint written then must resume now

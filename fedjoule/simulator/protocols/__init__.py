@@ -111,8 +111,8 @@ def registered(declaration: ProtocolDeclaration, server: Callable) -> Iterator[N
         unregister(declaration.kind)
 
 
-# the servers (SimPy stories) import torch: loaded on first use, so that the schema and
-# the commands that train nothing read the declarations without it
+# the servers (SimPy stories; their model arithmetic is the learning engine's) are loaded
+# on first use, so that the schema reads the declarations without them
 _SERVERS = {
     "make": "server",
     "make_protocol": "server",
@@ -124,7 +124,7 @@ _SERVERS = {
     "EndOfInstant": "asynchronous_server",
     "LATE": "asynchronous_server",
     "Hierarchical": "hierarchical_server",
-    "mean_state": "hierarchical_server",
+    "mean_state": "fedjoule.algorithms.learning",  # the cloud mean (the learning side)
 }
 
 
@@ -140,5 +140,8 @@ __all__ = [
 def __getattr__(name: str):
     if name not in _SERVERS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # loaded on first use: the servers import torch (see _SERVERS)
-    return getattr(importlib.import_module(f"{__name__}.{_SERVERS[name]}"), name)
+    # loaded on first use (see _SERVERS)
+    module = _SERVERS[name]
+    return getattr(
+        importlib.import_module(module if "." in module else f"{__name__}.{module}"), name
+    )

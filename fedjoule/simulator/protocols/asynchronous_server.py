@@ -12,10 +12,10 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
-import torch
 
 from fedjoule import rng
 from fedjoule.algorithms.state import updated
@@ -26,6 +26,10 @@ from fedjoule.simulator.protocols.asynchronous import buffered_step, mixed, stal
 from fedjoule.simulator.protocols.counts import Counts, UpdateCounts, count_updates, stale_columns
 from fedjoule.simulator.round_rules import round_lr
 from fedjoule.simulator.transfers import serving_cells, start_clients
+from fedjoule.torch_import import load_torch
+
+if TYPE_CHECKING:
+    import torch
 
 LATE = 2  # SimPy priority after URGENT (0) and NORMAL (1): the end of an instant
 
@@ -136,7 +140,7 @@ class Streaming(Counts):
         self.state.gradients = [[int(g), [int(n) for n in p]] for g, p in protocol["gradients"]]
         self.saved = None
 
-    def apply(self, w: torch.Tensor) -> None:
+    def apply(self, w: "torch.Tensor") -> None:
         """The new global model (the kernel's adopt: the update kept for freeloaders, the
         divergence check); a NaN/inf model marks the next version's row diverged."""
         marks: dict = {}
@@ -326,9 +330,10 @@ class StreamingServer:
         """The model changes (learning, and not replaying the timeline)."""
         return self.sim.learns and not self.replaying
 
-    def buffered_model(self) -> torch.Tensor:
+    def buffered_model(self) -> "torch.Tensor":
         """FedBuff's step over the full buffer (buffered_step)."""
         st, sim = self.protocol.state, self.sim
+        torch = load_torch()  # learning only: a run that trains nothing loads no torch
         ids = torch.as_tensor([k for _, k, _ in st.buffer])
         weights = torch.as_tensor([s for *_, s in st.buffer])
         return buffered_step(

@@ -7,10 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
-import torch
 
-from fedjoule.algorithms.base import weighted_mean
-from fedjoule.algorithms.state import ServerState, updated
+from fedjoule.algorithms.state import ServerState
 from fedjoule.simulator.client import ClientRecord
 from fedjoule.simulator.protocols.counts import Counts, count_updates, stale_columns
 from fedjoule.simulator.transfers import serving_cells
@@ -73,14 +71,12 @@ class Hierarchical(Counts):
         return row
 
     def cloud_mean(self, results: list[EdgeResult], row: dict) -> None:
-        """The cloud's model: the edges' data-weighted mean (and of the running statistics)."""
+        """The cloud's model: the edges' data-weighted mean (and of the running statistics),
+        by the learning engine (engine.Simulation.edges_mean)."""
         sim = self.sim
-        weights = torch.as_tensor([result.samples for result in results])
-        state = mean_state([result.state for result in results], weights)
-        buffers = sim.buffers
-        if buffers.numel():
-            buffers = weighted_mean(torch.stack([result.buffers for result in results]), weights)
-        sim.adopt(state, buffers, row)
+        states = [result.state for result in results]
+        buffers = [result.buffers for result in results]
+        sim.adopt(*sim.edges_mean(states, buffers, [r.samples for r in results]), row)
 
     def edge(self, env: simpy.Environment, r: int, c: int, lr: float):
         """Edge server c's part of cloud round r: the model down the backhaul, edge_rounds
@@ -114,18 +110,5 @@ class Hierarchical(Counts):
         if up_s > 0:
             yield env.timeout(up_s)
         if sim.learns:
-            out.samples = float(world.algorithm.client_samples[torch.as_tensor(members)].sum())
+            out.samples = sim.samples_of(members)
         return out
-
-
-def mean_state(states: list[ServerState], weights: torch.Tensor) -> ServerState:
-    """The cloud's state: each floating tensor the weighted mean of the edges' (one edge:
-    its state as it is); anything else the first edge's."""
-    if len(states) == 1:
-        return updated(states[0])
-    means = {}
-    for name, value in states[0].items():
-        if torch.is_tensor(value) and value.is_floating_point():
-            rows = torch.stack([s[name] for s in states]).flatten(1)
-            means[name] = weighted_mean(rows, weights).reshape(value.shape).to(value.dtype)
-    return updated(states[0], **means)

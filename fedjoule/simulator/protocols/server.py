@@ -2,7 +2,7 @@
 else the protocol's SimPy server (asynchronous_server.py, hierarchical_server.py, or a
 registered kind's: protocols.register)."""
 
-from fedjoule.simulator.protocols import SERVERS
+from fedjoule.simulator.protocols import SERVERS, asynchronous_server, hierarchical_server
 
 
 def make_protocol(sim):
@@ -10,9 +10,6 @@ def make_protocol(sim):
     kind = sim.world.scenario.protocol.kind
     if kind == "sync":
         return None
-    # deferred: torch (the servers aggregate models; sync rounds, the default, import none)
-    from fedjoule.simulator.protocols import asynchronous_server, hierarchical_server
-
     if kind == "hierarchical":
         return hierarchical_server.Hierarchical(sim)
     if kind in SERVERS:  # registered from outside the package
