@@ -1,0 +1,48 @@
+"""summary.json's fairness figures: Jain's index of the clients' participation and of their
+energy, and the policy that decided them (docs/outputs.md)."""
+
+import numpy as np
+
+from fedjoule.energy_kinds import ENERGY_FIELDS
+
+# the scenario's `policy:` fields and their defaults (today's behaviour: uniform draw,
+# equal band shares, the classes' fixed CPU frequency and local steps, no channel state)
+POLICY_DEFAULTS = {
+    "select": "random",
+    "bandwidth": "equal",
+    "frequency": "fixed",
+    "steps": "fixed",
+    "csi": "none",
+}
+
+
+def jain_index(values) -> float:
+    """Jain's fairness index J = (sum x)^2 / (n sum x^2) of n values >= 0: 1 when all are
+    equal, 1/n when one takes everything (R. Jain, D. Chiu, W. Hawe, DEC-TR-301, 1984);
+    1 when all are 0 (nothing to share unfairly) or there are none."""
+    x = np.asarray(values, dtype=float)
+    square_sum = float((x * x).sum())
+    if square_sum == 0.0:
+        return 1.0
+    return float(x.sum()) ** 2 / (len(x) * square_sum)
+
+
+def fairness(ledger: dict) -> dict:
+    """jain_participation over every client's participation count (clients.csv's
+    `selected`) and jain_energy over its energy_total_j (the ledger's kinds in the total)."""
+    energy_j = sum(np.asarray(ledger[name], dtype=float) for name in ENERGY_FIELDS)
+    return {
+        "jain_participation": jain_index(ledger["selected"]),
+        "jain_energy": jain_index(energy_j),
+    }
+
+
+def policy_summary(scenario) -> dict:
+    """The scenario's `policy:` section as summary.json names it: its select, bandwidth,
+    frequency, steps and csi (a field the section lacks: its default)."""
+    section = getattr(scenario, "policy", None)
+    out = {}
+    for name, default in POLICY_DEFAULTS.items():
+        value = getattr(section, name, default)
+        out[name] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+    return out
