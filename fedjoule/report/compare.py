@@ -16,6 +16,7 @@ from fedjoule.folders import stamped_folder
 from fedjoule.planning import pareto  # noqa: E402
 from fedjoule.planning.sweep import SWEEP_JSON  # noqa: E402
 from fedjoule.report import aggregate, figures  # noqa: E402
+from fedjoule.report.fairness import POLICY_DEFAULTS  # noqa: E402
 from fedjoule.report.figures import PlotContext, plot_steps  # noqa: E402
 from fedjoule.report.plots import ACCURACY_AXES, accuracy_x  # noqa: E402
 from fedjoule.report.results import read_rounds  # noqa: E402
@@ -262,6 +263,10 @@ def summary_table(
     named = any(k in ("protocol", "protocol.kind") for k in keys)
     # (under async a "round" to the target is a server version: say which protocol)
     columns = [*keys, "protocol"] if protocols - {"sync"} and not named else keys
+    # a policy other than the default that no grid key names: say which
+    decided = {policy_label(row.get("policy")) for row in rows} - {"default"}
+    if decided and not any(k == "policy" or k.startswith("policy.") for k in keys):
+        columns = [*columns, "policy"]
     table = FittedTable(title=title or None, keys=len(columns) + (not keys))
     if not keys:  # a sweep's run name is its grid values: the columns say it
         table.add_column("run")
@@ -273,13 +278,25 @@ def summary_table(
         table.add_column(header, justify="right")
     for row in rows:
         cells = [] if keys else [(str(row["run"]),)]
-        cells += [(str(row.get(k, "")),) for k in columns]
+        cells += [
+            (policy_label(row.get(k)) if k == "policy" else str(row.get(k, "")),)
+            for k in columns
+        ]
         cells.append(marks(row))
         for key, _, fmt in shown:
             value = row.get(key)
             cells.append("—" if value is None or value == "" else (fmt.format(value),))
         table.add_row(*cells)
     return table
+
+
+def policy_label(policy) -> str:
+    """A run's policy (summary.json's) as a table shows it: its choices other than the
+    defaults ("select=oort, bandwidth=min-energy"), "default" when none or not given."""
+    if not isinstance(policy, dict):
+        return str(policy) if policy else "default"
+    chosen = [f"{k}={v}" for k, v in policy.items() if v != POLICY_DEFAULTS.get(k)]
+    return ", ".join(chosen) or "default"
 
 
 def mean_cell(row: dict, key: str, fmt: str) -> tuple[str, ...]:

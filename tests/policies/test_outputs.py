@@ -5,14 +5,17 @@ default run's events.jsonl and clients.csv as before. The toy policies are subcl
 the engines, put in the place of the engine class `fedjoule run` uses."""
 
 import csv
+import io
 import json
 from collections import defaultdict
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 import fedjoule
 from fedjoule.energy_kinds import KINDS
+from fedjoule.report.compare import policy_label, summary_table
 from fedjoule.report.fairness import POLICY_DEFAULTS, jain_index
 from fedjoule.report.results import CLIENT_COLUMNS
 from fedjoule.scenarios.loading import load_scenario
@@ -216,3 +219,18 @@ def test_the_golden_comparison_checks_the_added_keys_and_every_recorded_one(tmp_
     ]  # fmt: skip
     changed = differences({**recorded, **added, "energy_total_j": 2.0})
     assert changed == ["case: summary.json energy_total_j: stored 1.0, new 2.0"]
+
+
+def test_report_tables_add_a_policy_column_when_one_is_not_the_default():
+    def shown(rows, keys=None) -> str:
+        console = Console(file=io.StringIO(), width=200, record=True)
+        console.print(summary_table(rows, keys))
+        return console.export_text()
+
+    row = {"run": "a", "final_accuracy": 0.5, "energy_total_j": 1.0, "sim_time_s": 2.0}
+    plain = {**row, "policy": POLICY_DEFAULTS}
+    oort = {**row, "run": "b", "policy": {**POLICY_DEFAULTS, "select": "oort"}}
+    assert "policy" not in shown([plain, {**row, "run": "c"}])
+    assert "select=oort" in shown([plain, oort]) and "default" in shown([plain, oort])
+    assert policy_label(oort["policy"]) == "select=oort"
+    assert "policy" not in shown([plain, oort], ["policy.select"])  # the grid says it
