@@ -234,3 +234,36 @@ def test_report_tables_add_a_policy_column_when_one_is_not_the_default():
     assert "select=oort" in shown([plain, oort]) and "default" in shown([plain, oort])
     assert policy_label(oort["policy"]) == "select=oort"
     assert "policy" not in shown([plain, oort], ["policy.select"])  # the grid says it
+
+
+def test_hierarchical_edge_rounds_record_each_allocation(tmp_path, monkeypatch):
+    """Under hierarchical an edge round allocates (its index the cloud round's x
+    edge_rounds + j); each of its clients gets a decision line in the cloud round's."""
+    made = engines(monkeypatch, Deciding)
+    sets = ["output.events=true", "protocol.kind=hierarchical", "protocol.edge_rounds=2"]
+    clients, events, summary = read(system(tmp_path / "h", "simpy", sets))
+    decided = made["simpy"].decided
+    lines = [e for e in events if e["kind"] == "decision"]
+    assert len(lines) == len(decided) == summary["selected_total"] == 18  # 3 x 2 x 3
+    assert sorted((e["round"], e["client"]) for e in lines) == sorted(
+        (q // 2, k) for q, k in decided
+    )
+    for e in lines:  # the values of one of the cloud round's two edge rounds
+        values = {k: e[k] for k in ("band_share", "cpu_freq_hz", "local_steps")}
+        edge = [decided.get((2 * e["round"] + j, e["client"])) for j in (0, 1)]
+        assert values in edge
+    steps = [float(c["local_steps_mean"] or 0) * int(c["selected"]) for c in clients]
+    assert sum(steps) == pytest.approx(sum(v["local_steps"] for v in decided.values()))
+
+
+def test_a_resumed_run_keeps_the_decided_sums(tmp_path, monkeypatch):
+    """The sums behind clients.csv's means are in the ledger, so in the checkpoint: a run
+    stopped after round 1 and resumed writes the uninterrupted run's clients.csv."""
+    engines(monkeypatch, Deciding)
+    scenario = load_scenario("default-theory", [*SMALL, "training.rounds=2"])
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    learning_run.run_scenario(scenario, whole, device="cpu")
+    learning_run.run_scenario(scenario, stopped, device="cpu", stop_after=1)
+    learning_run.run_scenario(None, stopped, device="cpu", resume=True)
+    assert (stopped / "clients.csv").read_text() == (whole / "clients.csv").read_text()
+    assert "local_steps_mean" in (whole / "clients.csv").read_text()
