@@ -2,9 +2,11 @@
 a `decision` line per client in events.jsonl and per-client means in clients.csv.
 
 A decision is recorded exactly where a policy set it (issue 29): an Allocation's
-band_share or cpu_freq_hz that is not None (None: the scenario's value), or its
-local_steps where they differ from the scenario's (world.client_steps) for any of the
-allocated clients. A run without such a decision writes its files as before.
+band_share or cpu_freq_hz that is not None (None: the scenario's value), and its
+local_steps where the scenario's `policy.steps` decides them (not `fixed`) or where they
+differ from the scenario's (world.client_steps) for any of the allocated clients (a
+policy in the kernel's allocate step). A run without such a decision writes its files
+as before.
 """
 
 import numpy as np
@@ -13,18 +15,25 @@ import numpy as np
 DECIDED = ("band_share", "cpu_freq_hz", "local_steps")
 
 
-def decided(allocation, client_steps: np.ndarray) -> dict[str, np.ndarray]:
+def decided(allocation, client_steps: np.ndarray, steps_policy: bool = False) -> dict:
     """The fields a policy set in `allocation`, each as the allocated clients' values (in
-    the order of allocation.clients); empty when it left every field as the scenario's."""
+    the order of allocation.clients); empty when it left every field as the scenario's.
+    `steps_policy`: the scenario's policy decides the local steps."""
     out = {}
     for name in ("band_share", "cpu_freq_hz"):
         values = getattr(allocation, name, None)
         if values is not None:
             out[name] = np.asarray(values, dtype=float)
     steps = np.asarray(allocation.local_steps)
-    if len(steps) and np.any(steps != client_steps[allocation.clients]):
+    if len(steps) and (steps_policy or np.any(steps != client_steps[allocation.clients])):
         out["local_steps"] = steps
     return out
+
+
+def steps_policy(scenario) -> bool:
+    """Whether the scenario's `policy:` decides the local steps (its `steps` not `fixed`;
+    a scenario without the section: no)."""
+    return getattr(getattr(scenario, "policy", None), "steps", "fixed") != "fixed"
 
 
 def book(ledger: dict, clients: np.ndarray, values: dict[str, np.ndarray]) -> None:

@@ -169,7 +169,9 @@ class RoundSteps:
     def record_decisions(self, allocation: Allocation, records, start_s: float) -> dict:
         """After 5: what a policy decided in `allocation` (decisions.decided) into the
         ledger's per-client sums, for clients.csv's means; returns the decided values."""
-        values = decisions.decided(allocation, self.world.client_steps)
+        world = self.world
+        steps_policy = decisions.steps_policy(world.scenario)
+        values = decisions.decided(allocation, world.client_steps, steps_policy)
         if values:
             decisions.book(self.ledger, allocation.clients, values)
         return values

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from collections import defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,9 +20,10 @@ from fedjoule.report.compare import policy_label, summary_table
 from fedjoule.report.fairness import POLICY_DEFAULTS, jain_index
 from fedjoule.report.results import CLIENT_COLUMNS
 from fedjoule.scenarios.loading import load_scenario
+from fedjoule.simulator import decisions, system_run
 from fedjoule.simulator import run as learning_run
-from fedjoule.simulator import system_run
 from fedjoule.simulator.engine import Simulation
+from fedjoule.simulator.round import Allocation
 from fedjoule.simulator.system import SystemEngine
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from tests.goldens.compare import Differences, compare_file
@@ -267,3 +269,20 @@ def test_a_resumed_run_keeps_the_decided_sums(tmp_path, monkeypatch):
     learning_run.run_scenario(None, stopped, device="cpu", resume=True)
     assert (stopped / "clients.csv").read_text() == (whole / "clients.csv").read_text()
     assert "local_steps_mean" in (whole / "clients.csv").read_text()
+
+
+def test_which_allocation_fields_count_as_decided():
+    """band_share and cpu_freq_hz where not None; local_steps where they differ from the
+    scenario's, or wherever the scenario's policy.steps decides them."""
+    scenario_steps = np.array([4, 4, 2])
+    plain = Allocation(np.array([0, 2]), np.array([4, 2]), 2)
+    assert decisions.decided(plain, scenario_steps) == {}
+    steps = decisions.decided(plain, scenario_steps, steps_policy=True)
+    assert list(steps) == ["local_steps"] and steps["local_steps"].tolist() == [4, 2]
+    both = Allocation(np.array([0, 2]), np.array([4, 1]), 2, cpu_freq_hz=np.array([1e9, 2e9]))
+    found = decisions.decided(both, scenario_steps)
+    assert list(found) == ["cpu_freq_hz", "local_steps"]
+    assert decisions.line_values(found, 1) == {"cpu_freq_hz": 2e9, "local_steps": 1}
+    assert decisions.steps_policy(SimpleNamespace(policy=SimpleNamespace(steps="deadline")))
+    assert not decisions.steps_policy(SimpleNamespace(policy=SimpleNamespace(steps="fixed")))
+    assert not decisions.steps_policy(SimpleNamespace())  # no policy: section
