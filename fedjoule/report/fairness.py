@@ -1,7 +1,7 @@
 """summary.json's fairness figures: Jain's index of the clients' participation and of their
 energy, and the policy that decided them (docs/outputs.md)."""
 
-import numpy as np
+import math
 
 from fedjoule.energy_kinds import ENERGY_FIELDS
 
@@ -20,17 +20,17 @@ def jain_index(values) -> float:
     """Jain's fairness index J = (sum x)^2 / (n sum x^2) of n values >= 0: 1 when all are
     equal, 1/n when one takes everything (R. Jain, D. Chiu, W. Hawe, DEC-TR-301, 1984);
     1 when all are 0 (nothing to share unfairly) or there are none."""
-    x = np.asarray(values, dtype=float)
-    square_sum = float((x * x).sum())
+    x = [float(v) for v in values]  # (no numpy: the report tables import this module)
+    square_sum = math.fsum(v * v for v in x)
     if square_sum == 0.0:
         return 1.0
-    return float(x.sum()) ** 2 / (len(x) * square_sum)
+    return math.fsum(x) ** 2 / (len(x) * square_sum)
 
 
 def fairness(ledger: dict) -> dict:
     """jain_participation over every client's participation count (clients.csv's
     `selected`) and jain_energy over its energy_total_j (the ledger's kinds in the total)."""
-    energy_j = sum(np.asarray(ledger[name], dtype=float) for name in ENERGY_FIELDS)
+    energy_j = sum(ledger[name] for name in ENERGY_FIELDS)  # per client (arrays)
     return {
         "jain_participation": jain_index(ledger["selected"]),
         "jain_energy": jain_index(energy_j),
