@@ -16,7 +16,7 @@ from fedjoule.folders import stamped_folder
 from fedjoule.planning import pareto  # noqa: E402
 from fedjoule.planning.sweep import SWEEP_JSON  # noqa: E402
 from fedjoule.report import aggregate, figures  # noqa: E402
-from fedjoule.report.fairness import POLICY_DEFAULTS  # noqa: E402
+from fedjoule.report.fairness import policy_label  # noqa: E402
 from fedjoule.report.figures import PlotContext, plot_steps  # noqa: E402
 from fedjoule.report.plots import ACCURACY_AXES, accuracy_x  # noqa: E402
 from fedjoule.report.results import read_rounds  # noqa: E402
@@ -288,15 +288,6 @@ def summary_table(
             cells.append("—" if value is None or value == "" else (fmt.format(value),))
         table.add_row(*cells)
     return table
-
-
-def policy_label(policy) -> str:
-    """A run's policy (summary.json's) as a table shows it: its choices other than the
-    defaults ("select=oort, bandwidth=min-energy"), "default" when none or not given."""
-    if not isinstance(policy, dict):
-        return str(policy) if policy else "default"
-    chosen = [f"{k}={v}" for k, v in policy.items() if v != POLICY_DEFAULTS.get(k)]
-    return ", ".join(chosen) or "default"
 
 
 def mean_cell(row: dict, key: str, fmt: str) -> tuple[str, ...]:

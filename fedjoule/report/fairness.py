@@ -1,5 +1,6 @@
 """summary.json's fairness figures: Jain's index of the clients' participation and of their
-energy, and the policy that decided them (docs/outputs.md)."""
+energy, and the policy that decided them, as summary.json and the report tables name it
+(docs/outputs.md)."""
 
 import math
 
@@ -46,3 +47,12 @@ def policy_summary(scenario) -> dict:
         value = getattr(section, name, default)
         out[name] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
     return out
+
+
+def policy_label(policy) -> str:
+    """A run's policy (summary.json's) as a table shows it: its choices other than the
+    defaults ("select=oort, bandwidth=min-energy"), "default" when none or not given."""
+    if not isinstance(policy, dict):
+        return str(policy) if policy else "default"
+    chosen = [f"{k}={v}" for k, v in policy.items() if v != POLICY_DEFAULTS.get(k)]
+    return ", ".join(chosen) or "default"

@@ -16,8 +16,8 @@ from rich.console import Console
 
 import fedjoule
 from fedjoule.energy_kinds import KINDS
-from fedjoule.report.compare import policy_label, summary_table
-from fedjoule.report.fairness import POLICY_DEFAULTS, jain_index
+from fedjoule.report.compare import summary_table
+from fedjoule.report.fairness import POLICY_DEFAULTS, jain_index, policy_label
 from fedjoule.report.results import CLIENT_COLUMNS
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.simulator import decisions, system_run
