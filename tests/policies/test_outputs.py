@@ -42,15 +42,19 @@ MEANS = ("band_share_mean", "cpu_freq_hz_mean", "local_steps_mean")
 
 class Deciding:
     """A toy policy in the kernel's allocate step: each selected client k in round r gets
-    1 + (k + r) % 3 local steps (the scenario's are 4), a band share and a CPU frequency
-    that depend on k and r; every decision is kept in `decided`, (r, k) -> values."""
+    1 + (k + r) % 3 local steps (the scenario's are 4), a band share (their sum at most
+    0.6) and a CPU frequency in its class's DVFS range that depend on k and r; every
+    decision is kept in `decided`, (r, k) -> values."""
 
     def allocate(self, selected, r):
         allocation = super().allocate(selected, r)
         k = np.asarray(selected)
         allocation.local_steps = 1 + (k + r) % 3
-        allocation.band_share = (1 + r + k % 2) / (4 * len(k) + 8)
-        allocation.cpu_freq_hz = 1e9 * (1 + 0.25 * r) + 1e6 * k
+        allocation.band_share = (1 + r % 3 + k % 2) / (4 * len(k) + 8)
+        pop, classes = self.world.population, self.world.scenario.population.device_classes
+        low = np.array([classes[c].cpu_freq_min_hz for c in pop.class_index[k]])
+        high = np.array([classes[c].cpu_freq_max_hz for c in pop.class_index[k]])
+        allocation.cpu_freq_hz = low + (high - low) * ((k + r) % 4 + 1) / 4
         self.decided = getattr(self, "decided", {})
         for i, client in enumerate(k.tolist()):
             self.decided[(r, client)] = {
