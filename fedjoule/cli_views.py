@@ -211,6 +211,8 @@ def summary_value(key: str, value) -> str:
     seconds (`..._s`) of a minute or more also in min, h or d ('25,000 (6.9 h)')."""
     if value is None:
         return "—"
+    if isinstance(value, dict):  # e.g. the policy: select=random, bandwidth=equal, ...
+        return ", ".join(f"{k}={v}" for k, v in value.items())
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     if isinstance(value, int):

@@ -17,6 +17,7 @@ import numpy as np
 
 from fedjoule.devices.radio import theory_radio_note
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, ENERGY_FIELDS, Derived
+from fedjoule.report.fairness import fairness, policy_summary
 from fedjoule.report.table import ROUND_COLUMNS, cell
 from fedjoule.simulator import protocols
 from fedjoule.storage import AppendLog, write_text_atomically
@@ -246,25 +247,34 @@ def _percent(part: float, whole: float) -> str:
 ROUND_COUNTS = {kind: d.round_counts for kind, d in protocols.DECLARATIONS.items()}
 
 
-def with_round_totals(summary: dict, rounds_csv: Path, scenario=None) -> dict:
+def with_round_totals(summary: dict, rounds_csv: Path, scenario=None, ledger=None) -> dict:
     """`summary` with round_totals over rounds.csv (as it stands: a resumed run's rounds
     all there) after its rounds_completed (with the protocol and what its rows count,
-    `round_counts`), the model notes (a radiated radio: the theory
-    papers' energy), a list, as `notes`, and the round_warnings, a list, as `warnings`."""
+    `round_counts`, and the `policy`), Jain's fairness indices over the per-client
+    `ledger` (report/fairness.py) after the totals, the model notes (a radiated radio: the
+    theory papers' energy), a list, as `notes`, and the round_warnings, a list, as
+    `warnings`."""
     rows = read_rounds(rounds_csv, missing=None) if Path(rounds_csv).exists() else []
     totals = round_totals(rows)
+    fair = fairness(ledger) if ledger is not None else {}
     out = {}
     protocol = {}
     if scenario is not None:
         kind = scenario.protocol.kind
         # (a registered kind's too: protocols.register)
-        protocol = {"protocol": kind, "round_counts": protocols.DECLARATIONS[kind].round_counts}
+        protocol = {
+            "protocol": kind,
+            "round_counts": protocols.DECLARATIONS[kind].round_counts,
+            "policy": policy_summary(scenario),
+        }
     for key, value in summary.items():
         out[key] = value
         if key == "rounds_completed":
             out.update(protocol)
             out.update(totals)
+            out.update(fair)
     out.update(totals)  # (no rounds_completed: at the end; order kept otherwise)
+    out.update(fair)
     note = scenario and theory_radio_note(scenario.population.device_classes)
     out["notes"] = [note] if note else []
     out["warnings"] = round_warnings(rows, totals, scenario)

@@ -3,6 +3,7 @@ figures the Pareto fronts compare, with the fronts marked, and over repeated see
 means and 95 % CIs. Light to import: no matplotlib (report/compare.py draws)."""
 
 from fedjoule.planning.options import COSTS, Objective
+from fedjoule.report.fairness import policy_label
 from fedjoule.report.terminal import FittedTable
 
 SHOWN = [
@@ -66,6 +67,10 @@ def summary_table(
     named = any(k in ("protocol", "protocol.kind") for k in keys)
     # (under async a "round" to the target is a server version: say which protocol)
     columns = [*keys, "protocol"] if protocols - {"sync"} and not named else keys
+    # a policy other than the default that no grid key names: say which
+    decided = {policy_label(row.get("policy")) for row in rows} - {"default"}
+    if decided and not any(k == "policy" or k.startswith("policy.") for k in keys):
+        columns = [*columns, "policy"]
     table = FittedTable(title=title or None, keys=len(columns) + (not keys))
     if not keys:  # a sweep's run name is its grid values: the columns say it
         table.add_column("run")
@@ -77,7 +82,10 @@ def summary_table(
         table.add_column(header, justify="right")
     for row in rows:
         cells = [] if keys else [(str(row["run"]),)]
-        cells += [(str(row.get(k, "")),) for k in columns]
+        cells += [
+            (policy_label(row.get(k)) if k == "policy" else str(row.get(k, "")),)
+            for k in columns
+        ]
         cells.append(marks(row))
         for key, _, fmt in shown:
             value = row.get(key)

@@ -61,11 +61,14 @@ ROUND_COLUMNS = Derived(
 def cell(value) -> str:
     """A CSV cell: "" for None (no value), nan / inf / -inf for a float that is not
     finite, repr for other floats (round-trips exactly), a list's items joined by "; "
-    (summary.json's warnings), str for the rest."""
+    (summary.json's warnings), a dict's as key=value joined by "; " (its policy), str for
+    the rest."""
     if value is None:
         return ""
     if isinstance(value, list | tuple):
         return "; ".join(map(str, value))
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={v}" for k, v in value.items())
     numpy = sys.modules.get("numpy")  # (a numpy float exists only once numpy is loaded)
     if isinstance(value, float) or (numpy is not None and isinstance(value, numpy.floating)):
         value = float(value)

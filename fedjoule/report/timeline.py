@@ -49,13 +49,21 @@ LABELS = {
 
 
 def event_dicts(round_index: int, records) -> list[dict]:
-    """One dict per transfer or computation of the round's clients, in time order.
+    """One dict per transfer or computation of the round's clients, in time order, after
+    a `decision` line for each client a policy decided for (its start_s: the allocation's
+    instant; the decided band_share, cpu_freq_hz, local_steps; no energy).
 
     Upload attempts (kind uplink, uplink_aborted) also carry `fade`, the attempt's fading
     power |h|^2; an `uplink` with ok false is a failed attempt (packet error, or with
     channel.rate=fixed a fade below (2^r - 1)/SNR)."""
     events = []
     for rec in records:
+        decision = getattr(rec, "decision", None)
+        if decision:  # a policy's decisions: an instant, no energy (simulator/decisions.py)
+            events.append(
+                {"round": round_index, "client": rec.client, "cell": rec.cell,
+                 "kind": "decision", **decision}
+            )  # fmt: skip
         fades = getattr(rec, "uplink_fades", None)
         for kind, start_s, end_s, energy_j, bits, attempt, ok in rec.spans:
             extra = {}

@@ -78,6 +78,9 @@ class ClientRecord(ClientEnergy):
     uplink_fades: list | None = None
     # time-mean linear SINR of each upload attempt (channel.interference=cochannel)
     uplink_sinr: list | None = None
+    # what a policy decided for this client in the round (start_s and the decided values:
+    # simulator/decisions.py), its events.jsonl `decision` line; None: nothing decided
+    decision: dict | None = None
 
     @property
     def energy_total_j(self) -> float:

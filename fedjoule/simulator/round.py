@@ -49,6 +49,7 @@ from fedjoule.algorithms.work import local_work
 from fedjoule.devices.battery import charge, eligible_mask
 from fedjoule.devices.frequency import clients_step_at
 from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
+from fedjoule.simulator import decisions
 from fedjoule.simulator.checkpoint import Progress
 from fedjoule.simulator.client import ClientRecord, _span
 from fedjoule.simulator.policy_step import make_policy_step
@@ -89,6 +90,7 @@ class Played:
     records: list[ClientRecord]
     failed: bool
     trained: object = None
+    allocation: Allocation | None = None  # step 3's (its decisions: simulator/decisions.py)
 
 
 class Clock:
@@ -182,10 +184,23 @@ class RoundSteps:
         returns Played (a process body)."""
         allocation = self.allocate(selected, r)
         trained = self.train(model, allocation, r, lr)
+        start_s = clock.now
         records = yield from self.transfer(clock, r, allocation, backhaul)
+        self.record_decisions(allocation, records, start_s)
         arrived = self.arrivals(records)
         self.keep(trained, records)
-        return Played(records, arrived < self.world.scenario.round.min_clients, trained)
+        failed = arrived < self.world.scenario.round.min_clients
+        return Played(records, failed, trained, allocation)
+
+    def record_decisions(self, allocation: Allocation, records, start_s: float) -> dict:
+        """After 5: what a policy decided in `allocation` (decisions.decided) into the
+        ledger's per-client sums, for clients.csv's means; returns the decided values."""
+        world = self.world
+        steps_policy = decisions.steps_policy(world.scenario)
+        values = decisions.decided(allocation, world.client_steps, steps_policy)
+        if values:
+            decisions.book(self.ledger, allocation.clients, values)
+        return values
 
     def model(self):
         """What the round trains from (None: nothing)."""
@@ -266,6 +281,17 @@ class RoundKernel(RoundSteps):
     def arrivals(self, records: list[ClientRecord]) -> int:
         """After 5: how many uploads arrived."""
         return sum(rec.outcome == "arrived" for rec in records)
+
+    def record_decisions(self, allocation: Allocation, records, start_s: float) -> dict:
+        """RoundSteps.record_decisions, and each decided client's values on its record,
+        for its `decision` line in events.jsonl (at start_s, the allocation's instant)."""
+        values = super().record_decisions(allocation, records, start_s)
+        if values:
+            index = {int(k): i for i, k in enumerate(allocation.clients)}
+            for rec in records:
+                decided = decisions.line_values(values, index[rec.client])
+                rec.decision = {"start_s": start_s, **decided}
+        return values
 
     def nobody(self) -> list[ClientRecord]:
         """The records of a round nobody takes part in."""

@@ -12,12 +12,18 @@ from fedjoule.errors import FedjouleError, RunDiverged
 from fedjoule.folders import check_out_folder, stamped_folder
 from fedjoule.plugins import file_sha256
 from fedjoule.report.plots import plot_run
-from fedjoule.report.results import RoundsFile, with_round_totals, write_clients, write_json
+from fedjoule.report.results import (
+    RoundsFile,
+    finite_or_none,
+    with_round_totals,
+    write_clients,
+    write_json,
+)
 from fedjoule.report.timeline import events_text, plot_timeline
 from fedjoule.scenarios.loading import load_scenario, scenario_yaml
 from fedjoule.scenarios.plausibility import plausibility_warnings
 from fedjoule.scenarios.schema import Scenario
-from fedjoule.simulator import checkpoint, protocols
+from fedjoule.simulator import checkpoint, decisions, protocols
 from fedjoule.simulator.engine import Simulation
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 from fedjoule.simulator.world import World, build_world
@@ -197,9 +203,8 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tr
         raise
 
     sim.store.close()
-    extra = protocols.DECLARATIONS[scenario.protocol.kind].client_columns
-    write_clients(out / "clients.csv", client_rows(sim), extra)
-    summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario)
+    write_clients_file(out / "clients.csv", sim)
+    summary = with_round_totals(sim.summary(), out / "rounds.csv", scenario, sim.ledger)
     summary["warnings"] += sim.radios.ranges.warnings()  # transfers above a measured range
     write_json(out / "summary.json", summary)
     plots = plot_run(out) if sim.finished() else []
@@ -211,7 +216,16 @@ def _play(world, out, saved, stop_after, state_memory_mb, on_start, on_round, tr
     return out, summary
 
 
-def client_rows(sim: Simulation) -> list[dict]:
+def write_clients_file(path: Path, sim: Simulation) -> None:
+    """clients.csv, then the protocol's per-client counts and, where a policy decided
+    some, the decided fields' per-client means (simulator/decisions.py)."""
+    extra = protocols.DECLARATIONS[sim.world.scenario.protocol.kind].client_columns
+    means = decisions.mean_columns(sim.ledger)
+    write_clients(path, client_rows(sim, means), [*extra, *means])
+
+
+def client_rows(sim: Simulation, means: dict | None = None) -> list[dict]:
+    """clients.csv's rows; `means`: the decided fields' per-client means (decisions.py)."""
     world = sim.world
     pop, scenario = world.population, world.scenario
     # each client's band in its own cell: B/(s N_c/N) fdma, B tdma, B/R ofdma
@@ -246,6 +260,7 @@ def client_rows(sim: Simulation) -> list[dict]:
                 "freeloader": int(world.freeloader[k]),
                 "flagged": None if flagged is None else int(flagged[k]),
                 **{name: int(sim.ledger[name][k]) for name in declared.ledger},
+                **{name: finite_or_none(values[k]) for name, values in (means or {}).items()},
             }
         )
     return rows

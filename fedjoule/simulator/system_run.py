@@ -18,7 +18,7 @@ from fedjoule.report.results import CLIENT_COLUMNS, RoundsFile, with_round_total
 from fedjoule.scenarios.loading import scenario_yaml
 from fedjoule.scenarios.schema import Scenario
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
-from fedjoule.simulator import protocols
+from fedjoule.simulator import decisions, protocols
 from fedjoule.simulator.policy_step import refusal_without_training
 from fedjoule.simulator.system import SystemEngine, unsupported
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
@@ -142,7 +142,7 @@ def run_system(
     summary = system_summary(world, ledger, battery, sim_time_s, last, engine, end_tail_j)
     if engine == "simpy" and sim.protocol is not None:
         summary.update(sim.protocol.summary())
-    summary = with_round_totals(summary, out / "rounds.csv", scenario)
+    summary = with_round_totals(summary, out / "rounds.csv", scenario, ledger)
     ranges = sim.radio.ranges if engine == "numpy" else sim.radios.ranges
     summary["warnings"] += ranges.warnings()  # transfers above a measured range
     summary["wall_time_s"] = time.perf_counter() - tic
@@ -223,6 +223,9 @@ def write_system_clients(
         "flagged": empty,
     }
     names = list(CLIENT_COLUMNS)
+    for name, values in decisions.mean_columns(ledger).items():  # where a policy decided
+        columns[name] = np.array([v if v == v else "" for v in values.tolist()], dtype=object)
+        names.append(name)
     if scenario.channel.interference == "cochannel" and sinr_db is not None:
         sinr = [sinr_columns(sinr_db.get(k, [])) for k in range(n)]
         for name in ("mean_uplink_sinr_db", "p5_uplink_sinr_db"):

@@ -26,6 +26,18 @@ IGNORED = frozenset(
     }
 )
 OUT = "<out>"
+# summary.json keys added since the goldens were recorded, with their type: a new run's
+# summary.json must hold each, of that type; they are not compared with the recording,
+# and elsewhere (sweep.csv, aggregate.csv/json) their columns and statistics
+# (`<key>_mean`, ...) are left out of the comparison. Every recorded key still compares.
+ADDED = {"policy": dict, "jain_participation": float, "jain_energy": float}  # issue 29
+
+
+def added(name: str) -> bool:
+    """A key or column of ADDED, or one of its statistics over seeds."""
+    return any(name == key or name.startswith(f"{key}_") for key in ADDED)
+
+
 # the figures that depend on training numerics (compared only on the torch and numpy
 # versions that recorded the goldens)
 TRAINING = re.compile(r"accuracy|loss|target|diverged|flagged|expelled|detection|pareto")
@@ -81,6 +93,9 @@ def compare_csv(stored: Path, new: Path, name: str, diff: Differences) -> None:
         old_rows = list(csv.reader(f))
     with new.open(newline="") as f:
         new_rows = list(csv.reader(f))
+    if old_rows and new_rows:  # the columns of ADDED keys the goldens do not hold
+        kept = [i for i, c in enumerate(new_rows[0]) if c in old_rows[0] or not added(c)]
+        new_rows = [[row[i] for i in kept if i < len(row)] for row in new_rows]
     if not old_rows or not new_rows or old_rows[0] != new_rows[0]:
         head = (old_rows or [[]])[0], (new_rows or [[]])[0]
         diff.add(name, f"columns differ: stored {head[0]}, new {head[1]}")
@@ -100,8 +115,9 @@ def kind(value) -> str:
 
 def compare_json(stored, new, where: str, diff: Differences) -> None:
     if isinstance(stored, dict) and isinstance(new, dict):
-        if list(stored) != list(new):
-            diff.add(where, f"keys differ: stored {list(stored)}, new {list(new)}")
+        keys = [k for k in new if k in stored or not added(k)]  # ADDED's not recorded
+        if list(stored) != keys:
+            diff.add(where, f"keys differ: stored {list(stored)}, new {keys}")
         for key in stored:
             if key in new and not diff.ignored(key):
                 compare_json(stored[key], new[key], f"{where} {key}", diff)
@@ -123,7 +139,12 @@ def compare_file(stored: Path, new: Path, name: str, diff: Differences) -> None:
     if stored.suffix == ".csv":
         compare_csv(stored, new, name, diff)
     elif stored.suffix == ".json":
-        compare_json(json.loads(stored.read_text()), json.loads(new.read_text()), name, diff)
+        data = json.loads(new.read_text())
+        if stored.name == "summary.json":
+            for key, kind_of in ADDED.items():
+                if not isinstance(data.get(key), kind_of):
+                    diff.add(f"{name} {key}", f"added key missing or not {kind_of.__name__}")
+        compare_json(json.loads(stored.read_text()), data, name, diff)
     else:  # .jsonl: one JSON document a line
         old_lines, new_lines = stored.read_text().splitlines(), new.read_text().splitlines()
         if len(old_lines) != len(new_lines):

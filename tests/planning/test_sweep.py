@@ -170,6 +170,8 @@ def test_report_compares_two_real_runs(local_sweep, tmp_path):
                 if isinstance(value, float)
                 else "; ".join(value)
                 if isinstance(value, list)
+                else "; ".join(f"{k}={v}" for k, v in value.items())
+                if isinstance(value, dict)  # the policy
                 else str(value)
             ), key
     # a sweep folder stands for all its runs, labelled as in its sweep.json
