@@ -3,7 +3,8 @@ its reported battery, last measured upload rate, round and communication time, i
 participation, age and staleness, and the channel state the scenario's policy.csi allows.
 
 Built only for a scenario with a policy (policy.is_default false); both engines update it
-when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_row)."""
+when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_row), the
+async and buffered server as each update ends, an edge server after each edge round."""
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class Observer:
         self.loss = np.full(n, np.nan)
         self.participations = np.zeros(n, dtype=int)  # updates delivered
         self.last_selected = np.full(n, -1, dtype=int)
-        self.staleness_rounds = np.zeros(n, dtype=int)  # sync rounds: always 0
+        self.staleness_rounds = np.zeros(n, dtype=int)  # async, buffered (else 0)
         self.last_sinr_db = np.full(n, np.nan)  # policy.csi=last: at its last upload
         self.mean_sinr_db = self.whole_band_snr_db(None)
         self.download_s, self.upload_s = self.nominal_comm_s()
@@ -131,20 +132,34 @@ class Observer:
             mean_sinr_db=mean_db,
         )
 
-    def record(self, row: dict, clients, battery_j: np.ndarray) -> None:
+    def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
         """After a round's row is closed: what its clients (round_row.ClientsOfRound)
-        reported and what the server measured of their updates."""
-        k, r = clients.client, row["round"]
+        reported (their battery) and, with `measure` (sync rounds; a protocol measures its
+        clients itself, `measure`), what the server measured of their updates."""
+        k = clients.client
+        if len(k) == 0:
+            return
+        if measure:
+            self.measure(row["round"], row["sim_time_start_s"], clients)
+        pop = self.world.population
+        self.battery_fraction[k] = battery_fraction(battery_j[k], pop.battery_capacity_j[k])
+
+    def measure(self, r: int, start_s: float, clients, staleness=None) -> None:
+        """What the server measured of the clients (round_row.ClientsOfRound) it selected
+        in round, dispatch or edge round r at start_s: their age, arrivals, round and
+        communication time, upload rate, (csi last) SNR; `staleness`, per client, the
+        server versions an arrived update lagged by (async, buffered; else 0)."""
+        k = clients.client
         if len(k) == 0:
             return
         self.last_selected[k] = r
-        pop = self.world.population
-        self.battery_fraction[k] = battery_fraction(battery_j[k], pop.battery_capacity_j[k])
         arrived = clients.outcome == "arrived"
         a = k[arrived]
         self.participations[a] += 1
-        self.round_time_s[a] = clients.end_s[arrived] - row["sim_time_start_s"]
+        self.round_time_s[a] = clients.end_s[arrived] - start_s
         self.comm_time_s[a] = self.round_time_s[a] - clients.compute_time_s[arrived]
+        if staleness is not None:
+            self.staleness_rounds[a] = np.asarray(staleness)[arrived]
         sent = clients.uplink_airtime_s > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             rate = clients.uplink_bits[sent] / clients.uplink_airtime_s[sent]

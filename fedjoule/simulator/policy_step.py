@@ -1,7 +1,10 @@
-"""The policy step of a sync round (docs/policies.md): the scenario's selector over the
-observation (RoundSteps.select) and its allocators filling an Allocation's local steps, CPU
-frequencies and band shares (RoundSteps.allocate), every decision checked
-(policies.observation.check_decision). Built only for a scenario with a policy."""
+"""The policy step of a sync round, an async or buffered dispatch and a hierarchical edge
+round (docs/policies.md): the scenario's selector over the observation (RoundSteps.select)
+and its allocators filling an Allocation's local steps, CPU frequencies and band shares
+(RoundSteps.allocate), every decision checked (policies.observation.check_decision).
+Built only for a scenario with a policy."""
+
+import dataclasses
 
 import numpy as np
 
@@ -16,6 +19,7 @@ from fedjoule.policies.observation import Decision, check_decision
 from fedjoule.policies.select import SELECTORS
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
 from fedjoule.simulator.observe import Observer
+from fedjoule.simulator.round_row import ClientsOfRound
 from fedjoule.simulator.round_rules import selection_size
 
 
@@ -75,9 +79,13 @@ class PolicyStep:
         self.freq_low_hz, self.freq_high_hz, self.freq_now_hz = dvfs_ranges(world)
 
     # ------------------------------------------------------------------ 2. select
-    def select(self, candidates: np.ndarray, r: int, weights, key=()) -> np.ndarray:
-        """ceil(overcommit m) of the candidates by the scenario's selector, its draws from
-        the round's selection stream (as select=random's)."""
+    def select(
+        self, candidates: np.ndarray, r: int, weights, key=(), members=None, m=None
+    ) -> np.ndarray:
+        """ceil(overcommit m) of the candidates (`m`: this many, an async dispatch's free
+        slots) by the scenario's selector, its draws from the round's selection stream (as
+        select=random's). `members`: an edge server's clients (sorted), the ring the
+        selector sees as its population, numbered 0 .. len(members)-1."""
         name = self.policy.select
         if weights is not None:
             raise FedjouleError(
@@ -87,12 +95,18 @@ class PolicyStep:
         if len(candidates) == 0:
             return candidates
         scenario = self.world.scenario
-        m = selection_size(
-            scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
-        )
+        if m is None:
+            m = selection_size(
+                scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
+            )
         gen = rng.stream(scenario.seed, "selection", r, *key)
         obs = self.observer.observation(r, candidates, self.n_samples)
+        if members is not None:  # the edge's own ring (same order, so the same ties)
+            local = np.searchsorted(members, candidates)
+            obs = dataclasses.replace(obs, n_clients=len(members), client_id=local)
         chosen = np.asarray(SELECTORS[name](obs, m, gen, **self.selector_parameters()))
+        if members is not None:
+            chosen = np.asarray(members)[chosen.astype(int)]
         check_decision(Decision(chosen), f"select={name}", candidates)
         return chosen.astype(int)
 
@@ -195,9 +209,19 @@ class PolicyStep:
         return Uplink(**common, rx_power_w=rx_w, noise_psd_w_per_hz=noise)
 
     # ------------------------------------------------------------------ 7. observe
-    def record(self, row: dict, clients, battery_j: np.ndarray) -> None:
-        """After the row is closed: what the server learnt this round (Observer.record)."""
-        self.observer.record(row, clients, battery_j)
+    def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
+        """After the row is closed: what the server learnt this round (Observer.record;
+        `measure` False: a protocol measured its clients, `measure`)."""
+        self.observer.record(row, clients, battery_j, measure)
+
+    def measure(self, r: int, start_s: float, records, staleness=None) -> None:
+        """A protocol's clients (ClientRecords) selected in dispatch or edge round r at
+        start_s, as they end (Observer.measure)."""
+        self.observer.measure(r, start_s, ClientsOfRound.from_records(records), staleness)
+
+    def reset(self) -> None:
+        """What the server knew at time 0 (a protocol's replay of its timeline)."""
+        self.observer = Observer(self.world)
 
     def state_dict(self) -> dict:
         return self.observer.state_dict()

@@ -30,7 +30,7 @@ ledger, batteries and the row's counts and totals from per-client arrays, round_
 the radio tails and charging each its own way). `run` is the loop over rounds. Steps
 3-5 with the kept client state make `client_round`, which a hierarchical edge server
 plays with its own model (protocols/hierarchical_server.py); the async and buffered
-server dispatches with steps 1, 3, 4 and the clients' processes, and closes each
+server dispatches with steps 1-4 and the clients' processes, and closes each
 version's row with step 7 (protocols/asynchronous_server.py). The learning engine
 (simulator/engine.py) fills steps 4, 6 and 8; the SimPy system engine (system_simpy.py)
 and the replay of recorded sets (planning/replay.py) run the kernel as it is, the replay
@@ -137,14 +137,15 @@ class RoundSteps:
         may have its own (DRFA's lambda, TACO's expelled)."""
         return None
 
-    def select(self, candidates: np.ndarray, r: int, key=()) -> np.ndarray:
+    def select(self, candidates: np.ndarray, r: int, key=(), members=None) -> np.ndarray:
         """2. This round's clients among the candidates (stream index r, more keys `key`):
-        select=random's draw (round_rules.select_clients), or the policy's selector."""
+        select=random's draw (round_rules.select_clients), or the policy's selector
+        (`members`: an edge server's clients, its selector's population)."""
         weights = self.selection_weights()
         policy = self.policy_step
         if policy is None or policy.policy.select == "random":
             return select_clients(candidates, self.world.scenario, r, weights, key)
-        return policy.select(candidates, r, weights, key)
+        return policy.select(candidates, r, weights, key, members)
 
     def who_takes_part(self, time_s: float, r: int) -> tuple[np.ndarray, np.ndarray]:
         """1 and 2: the online clients and the selected ones."""
@@ -268,15 +269,20 @@ class RoundKernel(RoundSteps):
         """5. The clients' processes from now on, each computing its allocated local steps
         at its allocated CPU frequency and sending on its allocated band share (none: the
         cell's shared medium); returns their records (process body)."""
-        clients = allocation.clients.tolist()
-        steps = dict(zip(clients, allocation.local_steps.tolist(), strict=True))
-        step = dict(zip(clients, zip(*self.step_costs(allocation), strict=True), strict=True))
         records = yield from play_clients(
             env, self, r, env.now, allocation.clients, allocation.keep,
-            lambda k: self.training_costs(k, steps[k], step[k]), backhaul=backhaul,
+            self.allocated_costs(allocation), backhaul=backhaul,
             band_share=allocation.band_share,
         )  # fmt: skip
         return records
+
+    def allocated_costs(self, allocation: Allocation) -> Callable[[int], dict]:
+        """costs(k): allocated client k's training_costs at its allocated local steps and
+        step costs (step_costs: at its allocated CPU frequency)."""
+        clients = allocation.clients.tolist()
+        steps = dict(zip(clients, allocation.local_steps.tolist(), strict=True))
+        step = dict(zip(clients, zip(*self.step_costs(allocation), strict=True), strict=True))
+        return lambda k: self.training_costs(k, steps[k], step[k])
 
     def arrivals(self, records: list[ClientRecord]) -> int:
         """After 5: how many uploads arrived."""
@@ -395,7 +401,8 @@ class RoundKernel(RoundSteps):
         row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
         row["energy_radio_tail_j"] += tails_j
         if self.policy_step is not None:
-            self.policy_step.record(row, taking_part, self.battery_j)
+            # a protocol's server measures its clients as they end (PolicyStep.measure)
+            self.policy_step.record(row, taking_part, self.battery_j, self.protocol is None)
         return with_total(row)
 
     def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
@@ -509,13 +516,15 @@ class RoundKernel(RoundSteps):
         self.ledger[name][client] += amount
 
     def reset_system(self) -> None:
-        """The system state at time 0 (ledger, batteries, radios, progress): a protocol's
-        replay of its timeline on resume (protocols/asynchronous_server.py)."""
+        """The system state at time 0 (ledger, batteries, radios, progress, what the policy
+        knew): a protocol's replay of its timeline on resume (asynchronous_server.py)."""
         for values in self.ledger.values():
             values[:] = 0
         self.battery_j = self.world.population.battery_initial_j.copy()
         self.radios = RadioBank.for_world(self.world)
         self.progress = Progress()
+        if self.policy_step is not None:
+            self.policy_step.reset()
 
     def finished(self) -> bool:
         """All rounds played, the target reached with stop_at_target, or diverged."""

@@ -14,6 +14,9 @@ SELECT = ("random", "round-robin", "best-channel", "proportional-fair", "age", "
           "power-of-choice", "battery")  # fmt: skip
 NEEDS_CSI = ("best-channel", "proportional-fair")
 LOSS_DRIVEN = ("oort", "power-of-choice")  # they rank clients by their reported loss
+# the protocols whose servers run the policy step (each round, dispatch or edge round)
+PROTOCOLS = ("sync", "async", "buffered", "hierarchical")
+STREAMING = ("async", "buffered")  # no common upload start: no band shares
 # each selector's own parameters: (field, the selector that uses it)
 PARAMETERS = (("choice_d", "power-of-choice"), ("oort_alpha", "oort"),
               ("oort_round_time_s", "oort"), ("battery_weighted", "battery"))  # fmt: skip
@@ -33,8 +36,9 @@ def _parameters(v) -> Iterator[tuple[str, str]]:
 
 
 class PolicySection(Section):
-    """Who takes part in each round, and each one's band share, CPU frequency and steps.
-    The defaults keep the scenario's fixed values (docs/policies.md)."""
+    """Who takes part in each round (each async or buffered dispatch, each hierarchical
+    edge round), and each one's band share, CPU frequency and steps. The defaults keep the
+    scenario's fixed values (docs/policies.md)."""
 
     select: Literal[SELECT] = Field(
         "random",
@@ -53,7 +57,8 @@ class PolicySection(Section):
         description="Each selected client's share of its cell's uplink band (channel.access "
         "fdma). equal: 1/m; equal-finish: shares that end every upload at once; min-energy: "
         "the split of least radiated energy with every upload within round.deadline_s "
-        "(after Yang et al., IEEE TWC 2021; scipy).",
+        "(after Yang et al., IEEE TWC 2021; scipy). Sync and hierarchical rounds only: "
+        "async and buffered uploads start at different times (equal there).",
     )
     frequency: Literal["fixed", "deadline"] = Field(
         "fixed",
@@ -130,11 +135,19 @@ def _policy_scenario(v) -> Iterator[tuple[str, str]]:
         ("steps", "fixed"), ("csi", "none")) if getattr(p, name) != default]  # fmt: skip
     if not decided:
         return
-    if v.protocol.kind != "sync":
+    if v.protocol.kind not in PROTOCOLS:
         yield (
             "policy",
-            f"policy {', '.join(decided)} runs in sync rounds only for now, not "
-            f"protocol.kind={v.protocol.kind}: leave policy at its defaults",
+            f"policy {', '.join(decided)} runs in the built-in protocols "
+            f"({', '.join(PROTOCOLS)}), not protocol.kind={v.protocol.kind}: leave policy "
+            "at its defaults",
+        )
+    if v.protocol.kind in STREAMING and p.bandwidth != "equal":
+        yield (
+            "policy.bandwidth",
+            f"policy.bandwidth={p.bandwidth} splits a round's band among clients that upload "
+            f"together; under protocol.kind={v.protocol.kind} uploads start at different "
+            "times on the cell's shared medium: allowed equal",
         )
     deadline = v.round.deadline_s
     for name, value in (("bandwidth", "min-energy"), ("frequency", "deadline"),

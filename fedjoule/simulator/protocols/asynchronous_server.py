@@ -150,10 +150,11 @@ class Streaming(Counts):
 
 @dataclass
 class InFlight:
-    """A dispatched client: its record and the server version it started from."""
+    """A dispatched client: its record, the server version it started from, and when."""
 
     record: ClientRecord
     version: int
+    start_s: float = 0.0
 
 
 @dataclass
@@ -233,9 +234,10 @@ class StreamingServer:
         return p.diverged_at_round is not None
 
     def dispatch(self) -> None:
-        """A client to every free slot: steps 1 and 4 of the round kernel (online, train)
-        for the ones drawn uniformly among the online clients not in flight, then their
-        processes on the cells' shared media."""
+        """A client to every free slot: steps 1-4 of the round kernel (online, select,
+        allocate, train) for the online clients not in flight (drawn uniformly, or by the
+        scenario's policy), then their processes on the cells' shared media, each with its
+        allocated local steps and CPU frequency."""
         protocol, sim, env = self.protocol, self.sim, self.env
         st, free = protocol.state, protocol.concurrency - len(self.in_flight)
         if free <= 0:
@@ -247,10 +249,10 @@ class StreamingServer:
         candidates = np.setdiff1d(online, busy)
         if len(candidates) == 0:
             return
-        gen = rng.stream(self.scenario.seed, "selection", g)
-        chosen = np.sort(gen.choice(candidates, min(free, len(candidates)), replace=False))
+        chosen = self.select(candidates, g, free)
         st.group += 1
-        uploads = self.train(chosen, g)
+        allocation = sim.allocate(chosen, g)
+        uploads = self.train(allocation, g)
         load = np.bincount(
             serving_cells(sim.world)[np.concatenate([busy, chosen])],
             minlength=sim.world.topology.n_cells,
@@ -259,19 +261,28 @@ class StreamingServer:
         deadline_s = env.now + deadline_s if deadline_s else math.inf
         records, processes = start_clients(
             env, sim, g, env.now, chosen, self.media, load, deadline_s,
-            sim.training_costs, True,
+            sim.allocated_costs(allocation), True,
         )  # fmt: skip
         for i, (rec, process) in enumerate(zip(records, processes, strict=True)):
             key = f"{g}:{int(chosen[i])}"
-            self.in_flight[key] = InFlight(rec, st.version)
+            self.in_flight[key] = InFlight(rec, st.version, env.now)
             st.trained[key] = None if uploads is None else uploads(i)
             process.callbacks.append(functools.partial(self.ended, key))
+
+    def select(self, candidates: np.ndarray, g: int, free: int) -> np.ndarray:
+        """Step 2 at dispatch instant g: `free` of the candidates drawn uniformly from the
+        dispatch's selection stream, or by the scenario's policy.select."""
+        policy = self.sim.policy_step
+        if policy is None or policy.policy.select == "random":
+            gen = rng.stream(self.scenario.seed, "selection", g)
+            return np.sort(gen.choice(candidates, min(free, len(candidates)), replace=False))
+        return policy.select(candidates, g, None, m=min(free, len(candidates)))
 
     def ended(self, key: str, _event) -> None:
         """A client's process ended: its key into the store of finished uploads."""
         self.finished.put(key)
 
-    def train(self, chosen: np.ndarray, g: int):
+    def train(self, allocation, g: int):
         """Step 4 at dispatch instant g from the current model; returns upload(i), client
         i's model (async) or delta (buffered); None without training (also in a replay,
         which charges the gradient count the run had then)."""
@@ -281,7 +292,7 @@ class StreamingServer:
             sim.count_gradients(list(counted[-1][1]) if counted else [])
             return None
         lr = round_lr(self.scenario.training, protocol.state.version)
-        trained = sim.train(sim.model(), sim.allocate(chosen, g), g, lr)
+        trained = sim.train(sim.model(), allocation, g, lr)
         if trained is None:
             return None
         per_step = [int(n) for n in sim.step_gradients]
@@ -303,12 +314,15 @@ class StreamingServer:
         upload = protocol.state.trained.pop(key)
         rec = flight.record
         now.ended.append(rec)
+        t = protocol.state.version - flight.version
+        if self.sim.policy_step is not None:  # what the server measured, for the policy
+            g = _order(key)[0]
+            self.sim.policy_step.measure(g, flight.start_s, [rec], [t])
         if rec.outcome != "arrived":
             now.dropped += 1
             if now.dropped >= protocol.concurrency:  # a full set of slots lost
                 return self.close(failed=True) and not self.stop()
             return True
-        t = protocol.state.version - flight.version
         now.staleness_of[id(rec)] = t
         now.aggregated.append(t)
         if protocol.kind == "async":

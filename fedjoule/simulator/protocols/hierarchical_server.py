@@ -1,7 +1,8 @@
 """HierFAVG's servers as a SimPy story (protocols/hierarchical.py declares the protocol): a
 cloud round starts one process per edge server; each plays `edge_rounds` rounds of the
 round kernel (simulator/round.py, steps 1-6) with its own clients and model between two
-backhaul crossings; the cloud then takes the data-weighted mean of the edge models."""
+backhaul crossings, a policy's selection among its clients and allocation within its cell
+(docs/policies.md); the cloud then takes the data-weighted mean of the edge models."""
 
 from dataclasses import dataclass, field
 
@@ -94,12 +95,14 @@ class Hierarchical(Counts):
         key = (c,) if world.topology.n_cells > 1 else ()
         for j in range(self.edge_rounds):
             q = r * self.edge_rounds + j
-            online = sim.online_clients(env.now, q)
-            selected = sim.select(online[serving[online] == c], q, key)
+            start_s, online = env.now, sim.online_clients(env.now, q)
+            selected = sim.select(online[serving[online] == c], q, key, members)
             if len(selected) == 0:
                 yield env.timeout(scenario.round.idle_wait_s)
                 continue
             played = yield from sim.client_round(env, q, selected, lr, out.state, False)
+            if sim.policy_step is not None:  # what the edge measured, for the policy
+                sim.policy_step.measure(q, start_s, played.records)
             out.records += played.records
             out.aggregated += not played.failed
             if sim.learns and not played.failed:
