@@ -105,7 +105,7 @@ class PluginPolicy:
         scenario = world.scenario
         refusal = band_share_refusal(scenario)
         if "band_share" in decided and refusal:
-            raise FedjouleError(f"policy {self.spec!r} set band shares, but the policy {refusal}")
+            raise FedjouleError(f"policy {self.spec!r} set band shares; a policy that {refusal}")
         if "cpu_freq_hz" not in decided:
             return
         if scenario.population.capacity_trace is not None:

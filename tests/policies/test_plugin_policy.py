@@ -342,3 +342,14 @@ def test_an_installed_policy_is_named_by_its_entry_point(tmp_path, monkeypatch):
         sys.modules.pop("fjtest_floor", None)
         monkeypatch.undo()
         REGISTRY.reload_installed()
+
+
+def test_band_shares_need_the_fdma_band(tmp_path, capsys):
+    policy = {"select": "age", "class": "pol.py:Wide"}
+    path = scenario_file(tmp_path, policy, SELECTS + BAD, channel={"access": "tdma"})
+    assert run(path, tmp_path / "o") == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: policy 'pol.py:Wide' set band shares; a policy that sets shares of an FDMA "
+        "band on the channel model's rates: needs channel.access fdma and no trace (got "
+        "channel.access=tdma)"
+    )
