@@ -83,7 +83,7 @@ __all__ = [
     "value_text",
 ]
 
-PLUGIN_SECTIONS = ("model", "dataset", "algorithm")  # sections that may name a plug-in
+PLUGIN_SECTIONS = ("model", "dataset", "algorithm", "policy")  # sections that may name a plug-in
 
 
 # --------------------------------------------------------------------------- scenarios

@@ -1,5 +1,6 @@
-"""One registry for what a scenario names: models, datasets, algorithms and trackers, built
-in, installed by another package (entry points), or given as a file or module path.
+"""One registry for what a scenario names: models, datasets, algorithms, trackers and
+policies, built in, installed by another package (entry points), or given as a file or
+module path.
 
 A plug-in is named in a scenario by a spec, `file.py:name` (a Python file, relative to
 the scenario file's folder, then to the working folder) or `package.module:name` (an
@@ -46,13 +47,18 @@ from fedjoule.errors import FedjouleError
 
 # kind -> the entry-point group through which installed packages add names of that kind
 # (models and datasets come from files or modules: name: custom, factory: ...)
-ENTRY_POINT_GROUPS = {"algorithm": "fedjoule.algorithms", "tracker": "fedjoule.trackers"}
+ENTRY_POINT_GROUPS = {
+    "algorithm": "fedjoule.algorithms",
+    "tracker": "fedjoule.trackers",
+    "policy": "fedjoule.policies",
+}
 # kind -> the module whose import registers the built-in names of that kind
 _BUILTIN_MODULES = {
     "algorithm": "fedjoule.algorithms.registry",
     "model": "fedjoule.models",
     "dataset": "fedjoule.data.federated",
     "tracker": "fedjoule.tracking.registry",
+    "policy": "fedjoule.policies.plugin",  # (no built-in names: policy.select's are fields)
 }
 ENTRY_POINT_ORIGIN = "entry point"  # an Entry's origin: read from an installed package
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

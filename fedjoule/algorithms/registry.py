@@ -60,7 +60,7 @@ CUSTOM = "custom"
 
 
 class PluginSource(AlgorithmConfig):
-    """Where a plug-in's code came from (an algorithm's, a model's or a dataset's): filled
+    """Where a plug-in's code came from (an algorithm's, model's, dataset's or policy's): filled
     in when a scenario is loaded and recorded in scenario.yaml, so that the same code
     rebuilds the run (a changed file is refused)."""
 

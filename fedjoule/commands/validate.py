@@ -36,7 +36,8 @@ def validate(options: ValidateOptions) -> Validated:
 
     scenario = loading.load_scenario(options.scenario, options.overrides)
     named = [s.name for s in (scenario.dataset, scenario.model, scenario.algorithm)]
-    unchecked = "custom" in named and not options.import_plugins
+    spec = scenario.policy.class_ or ""  # a plug-in policy file or module (not a name)
+    unchecked = ("custom" in named or ":" in spec) and not options.import_plugins
     if options.no_train:  # what `run --no-train` checks before it makes its folder
         # deferred: the system-only engine (numpy, SimPy)
         from fedjoule.simulator.system_run import check_system

@@ -59,11 +59,10 @@ def event_dicts(round_index: int, records) -> list[dict]:
     events = []
     for rec in records:
         decision = getattr(rec, "decision", None)
-        if decision:  # a policy's decisions: an instant, no energy (simulator/decisions.py)
-            events.append(
-                {"round": round_index, "client": rec.client, "cell": rec.cell,
-                 "kind": "decision", **decision}
-            )  # fmt: skip
+        if decision:  # a policy's decisions: an instant that spends nothing (decisions.py)
+            line = {"round": round_index, "client": rec.client, "cell": rec.cell,
+                    "kind": "decision", **decision}  # fmt: skip
+            events.append({**line, "end_s": line.get("start_s"), "energy_j": 0.0})
         fades = getattr(rec, "uplink_fades", None)
         for kind, start_s, end_s, energy_j, bits, attempt, ok in rec.spans:
             extra = {}

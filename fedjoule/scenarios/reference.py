@@ -141,6 +141,7 @@ def _table(model: type[BaseModel], prefix: str) -> list[str]:
     ]
     nested = []
     for name, info in model.model_fields.items():
+        name = info.alias or name  # as a scenario spells it (policy.class)
         annotation = info.annotation
         sub = (
             annotation

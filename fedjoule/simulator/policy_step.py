@@ -19,6 +19,7 @@ from fedjoule.policies.observation import Decision, check_decision
 from fedjoule.policies.select import SELECTORS
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
 from fedjoule.simulator.observe import Observer
+from fedjoule.simulator.policy_plugin import PluginPolicy
 from fedjoule.simulator.round_row import ClientsOfRound
 from fedjoule.simulator.round_rules import selection_size
 
@@ -77,6 +78,7 @@ class PolicyStep:
         n = world.population.size
         self.n_samples = np.ones(n) if samples is None else np.asarray(samples, dtype=float)
         self.freq_low_hz, self.freq_high_hz, self.freq_now_hz = dvfs_ranges(world)
+        self.plugin = None if self.policy.class_ is None else PluginPolicy(self.policy)
 
     # ------------------------------------------------------------------ 2. select
     def select(
@@ -101,6 +103,8 @@ class PolicyStep:
             )
         gen = rng.stream(scenario.seed, "selection", r, *key)
         obs = self.observer.observation(r, candidates, self.n_samples)
+        if self.plugin is not None and name == "custom":  # checked there
+            return self.plugin.select(obs, m, gen)
         if members is not None:  # the edge's own ring (same order, so the same ties)
             local = np.searchsorted(members, candidates)
             obs = dataclasses.replace(obs, n_clients=len(members), client_id=local)
@@ -149,6 +153,8 @@ class PolicyStep:
         check_decision(decision, self.name(), sel, ranges)
         if p.bandwidth != "equal":
             allocation.band_share = self.band_shares(allocation, r)
+        if self.plugin is not None and self.plugin.allocates:  # its values replace these
+            self.plugin.allocate(self, allocation, r)
 
     def name(self) -> str:
         """The policy as its decisions, for the errors: 'steps=deadline, ...'."""

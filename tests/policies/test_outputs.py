@@ -138,7 +138,7 @@ def test_one_client_taking_all_gives_one_over_n(tmp_path, monkeypatch, engine):
 def test_a_policys_decisions_are_recorded_where_it_set_them(tmp_path, monkeypatch):
     """events.jsonl: one decision line per selected client and round, holding the toy's
     values; clients.csv: their per-client means; both engines the same; energy still
-    adds up per kind (the decision lines carry none)."""
+    adds up per kind (the decision lines carry 0 J)."""
     made = engines(monkeypatch, Deciding)
     simpy = read(system(tmp_path / "simpy", "simpy", ["output.events=true"]))
     decided = made["simpy"].decided
@@ -146,7 +146,7 @@ def test_a_policys_decisions_are_recorded_where_it_set_them(tmp_path, monkeypatc
     lines = [e for e in events if e["kind"] == "decision"]
     assert len(lines) == len(decided) == 9  # 3 rounds x 3 clients
     for line in lines:
-        assert "energy_j" not in line
+        assert line["energy_j"] == 0.0 and line["end_s"] == line["start_s"]
         values = {k: line[k] for k in ("band_share", "cpu_freq_hz", "local_steps")}
         assert values == decided[line["round"], line["client"]]
     assert {(e["round"], e["client"]) for e in lines} == set(decided)

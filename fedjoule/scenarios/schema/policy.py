@@ -5,14 +5,19 @@
 from collections.abc import Iterator
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from fedjoule.algorithms.declarations import DECLARATIONS
+from fedjoule.algorithms.registry import PluginSource
+from fedjoule.plugins import PluginError, Unchecked, plugin_dirs
+from fedjoule.policies.plugin import check_options, decides, policy_class
 from fedjoule.scenarios.schema.base import MAX_TIME_S, Int, Section
 
 SELECT = ("random", "round-robin", "best-channel", "proportional-fair", "age", "oort",
           "power-of-choice", "battery")  # fmt: skip
 NEEDS_CSI = ("best-channel", "proportional-fair")
+CUSTOM = "custom"  # select by the plug-in policy.class (docs/writing-a-policy.md)
 LOSS_DRIVEN = ("oort", "power-of-choice")  # they rank clients by their reported loss
 # the protocols whose servers run the policy step (each round, dispatch or edge round)
 PROTOCOLS = ("sync", "async", "buffered", "hierarchical")
@@ -27,6 +32,8 @@ def _parameters(v) -> Iterator[tuple[str, str]]:
         default = PolicySection.model_fields[name].default
         if getattr(v, name) != default and v.select != selector:
             yield name, f"{name} is only used with select={selector}, not {v.select}"
+    if v.select == CUSTOM and v.class_ is None:
+        yield "class", "select=custom needs class: 'file.py:ClassName' (a plug-in policy)"
     if v.select in NEEDS_CSI and v.csi == "none":
         yield (
             "csi",
@@ -40,7 +47,7 @@ class PolicySection(Section):
     edge round), and each one's band share, CPU frequency and steps. The defaults keep the
     scenario's fixed values (docs/policies.md)."""
 
-    select: Literal[SELECT] = Field(
+    select: Literal[(*SELECT, CUSTOM)] = Field(
         "random",
         description="Who takes part. random: m of the online clients uniformly (or by the "
         "algorithm's weights; bernoulli participation); round-robin: the ring of ids in "
@@ -49,8 +56,8 @@ class PolicySection(Section):
         "2020); age: the m longest unselected (times the spectral efficiency with csi); "
         "oort: utility from loss and round time (Lai et al., OSDI 2021); power-of-choice: "
         "d candidates, the m highest loss win (Cho et al., AISTATS 2022); battery: the m "
-        "fullest reported batteries (after EAFL, 2022). oort and power-of-choice need a "
-        "training run (the reported losses).",
+        "fullest reported batteries (after EAFL, 2022); custom: the plug-in policy.class's "
+        "select. oort and power-of-choice need a training run (the reported losses).",
     )
     bandwidth: Literal["equal", "equal-finish", "min-energy"] = Field(
         "equal",
@@ -110,13 +117,54 @@ class PolicySection(Section):
         description="select=battery: sample m in proportion to the reported battery level "
         "instead of taking the m fullest.",
     )
+    class_: str | None = Field(
+        None,
+        alias="class",
+        min_length=1,
+        max_length=4096,
+        description="A plug-in policy (docs/writing-a-policy.md): 'file.py:ClassName' "
+        "(relative to the scenario file), 'package.module:ClassName' or the name of an "
+        "installed one (entry points fedjoule.policies). Its select is used with "
+        "select=custom, its allocate (if it has one) after the built-in allocators.",
+    )
+    options: dict[str, object] = Field(
+        {}, max_length=1_000, description="Keyword arguments of the plug-in policy's class."
+    )
+    source: PluginSource | None = Field(
+        None, description="Recorded when loaded: the plug-in policy's file and SHA-256."
+    )
 
+    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
     cross_checks = (_parameters,)
+
+    @model_validator(mode="after")
+    def _load_plugin(self):
+        """Load policy.class under the plug-in trust rules and record its source."""
+        if self.class_ is None:
+            return self
+        recorded = self.source.model_dump() if self.source else None
+        try:
+            cls, source = policy_class(self.class_, plugin_dirs(), recorded)
+            if not isinstance(cls, Unchecked):
+                check_options(cls, self.class_, self.options)
+                if not decides(cls, "select" if self.select == CUSTOM else "allocate"):
+                    raise PluginError(
+                        f"{self.class_!r} has no select, which select=custom uses"
+                        if self.select == CUSTOM
+                        else f"{self.class_!r} has no allocate, so with select={self.select} "
+                        "it decides nothing: set select to custom, or add an allocate"
+                    )
+        except PluginError as exc:
+            message = f"class: {exc}"
+            raise PydanticCustomError("cross_field", "{message}", {"message": message}) from None
+        self.source = PluginSource(**source) if source else None
+        return self
 
     @property
     def is_default(self) -> bool:
         """Every decision the scenario's (no observation is kept)."""
-        return (self.select, self.bandwidth, self.frequency, self.steps, self.csi) == (
+        return self.class_ is None and (
+            self.select, self.bandwidth, self.frequency, self.steps, self.csi) == (
             "random", "equal", "fixed", "fixed", "none")  # fmt: skip
 
 
@@ -133,6 +181,8 @@ def _policy_scenario(v) -> Iterator[tuple[str, str]]:
     decided = [f"{name}={getattr(p, name)}" for name, default in (
         ("select", "random"), ("bandwidth", "equal"), ("frequency", "fixed"),
         ("steps", "fixed"), ("csi", "none")) if getattr(p, name) != default]  # fmt: skip
+    if p.class_ is not None:
+        decided.append(f"class={p.class_}")
     if not decided:
         return
     if v.protocol.kind not in PROTOCOLS:
@@ -177,17 +227,24 @@ def _policy_scenario(v) -> Iterator[tuple[str, str]]:
     yield from _policy_physics(v, p)
 
 
-def _policy_physics(v, p) -> Iterator[tuple[str, str]]:
-    """The band share needs FDMA and the channel model's rates; the frequency a DVFS range."""
+def band_share_refusal(v) -> str | None:
+    """Why a scenario's physics takes no band shares from a policy (None: it does)."""
     channel, traced = v.channel, v.population.capacity_trace is not None or (
         v.channel.trace is not None)  # fmt: skip
-    if p.bandwidth != "equal" and (channel.access != "fdma" or traced):
+    if channel.access != "fdma" or traced:
         got = "a link or capacity trace" if traced else f"channel.access={channel.access}"
-        yield (
-            "policy.bandwidth",
-            f"policy.bandwidth={p.bandwidth} sets shares of an FDMA band on the channel "
-            f"model's rates: needs channel.access fdma and no trace (got {got})",
+        return (
+            "sets shares of an FDMA band on the channel model's rates: needs channel.access "
+            f"fdma and no trace (got {got})"
         )
+    return None
+
+
+def _policy_physics(v, p) -> Iterator[tuple[str, str]]:
+    """The band share needs FDMA and the channel model's rates; the frequency a DVFS range."""
+    refusal = band_share_refusal(v)
+    if p.bandwidth != "equal" and refusal:
+        yield "policy.bandwidth", f"policy.bandwidth={p.bandwidth} {refusal}"
     if p.frequency == "deadline":
         if v.population.capacity_trace is not None:
             yield (
