@@ -12,6 +12,7 @@ import yaml
 
 from fedjoule import api
 from fedjoule.cli import invoke
+from fedjoule.planning.capacity_report import selection_notice
 from fedjoule.planning.plan import reprice_blockers
 from fedjoule.scenarios.loading import load_scenario
 
@@ -141,6 +142,12 @@ def test_capacity_plays_the_policy_as_run_no_train(tmp_path):
     duration = [float(r["sim_time_end_s"]) - float(r["sim_time_start_s"]) for r in played]
     assert figures["energy_per_round_j"] == pytest.approx(np.mean(energy), rel=1e-12)
     assert figures["mean_round_time_s"] == pytest.approx(np.mean(duration), rel=1e-12)
+    # so --search none prints no notice that its selection keys are its own
+    sets = [f"{key}={value}" for key, value in GEOMETRY.items()]
+    scenario = load_scenario(scenario_file(tmp_path), sets)
+    assert selection_notice(scenario, {"search": "none"}) is not None  # select=random
+    with_policy = load_scenario(scenario_file(tmp_path), [*sets, "policy.select=round-robin"])
+    assert selection_notice(with_policy, {"search": "none"}) is None
 
 
 def test_capacity_aims_the_deadline_allocators_at_the_scenarios_deadline(tmp_path):
