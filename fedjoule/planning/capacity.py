@@ -99,6 +99,8 @@ def common_select(engine, candidates: np.ndarray, r: int, fallback) -> np.ndarra
     scenario = engine.world.scenario
     if len(candidates) == 0 or scenario.training.participation == "bernoulli":
         return fallback(candidates, r)  # Bernoulli: m plays no part
+    if scenario.policy.select != "random":
+        return fallback(candidates, r)  # the policy's selector (its draws keyed by round)
     m = selection_size(
         scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
     )
@@ -185,6 +187,7 @@ def with_scenario(world: SystemWorld, scenario: Scenario) -> SystemWorld:
 def evaluate_on(engine_class, world, scenario, rounds: int, quantile: float) -> dict:
     """evaluate's figures from CommonDrawsEngine or SimpyCommonDraws."""
     engine = engine_class(with_scenario(world, scenario))
+    aim_policy(engine, world.scenario.round.deadline_s)
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times = [], [], []
@@ -226,6 +229,18 @@ def evaluate_on(engine_class, world, scenario, rounds: int, quantile: float) -> 
     return {**figures, "engine": "simpy" if isinstance(engine, SimpyCommonDraws) else "numpy"}
 
 
+def aim_policy(engine, deadline_s: float | None) -> None:
+    """A candidate runs without a round deadline (variant), yet the policy's deadline
+    allocators (steps, frequency, min-energy) aim at the scenario's round.deadline_s."""
+    step = engine.policy_step
+    if step is None or deadline_s is None:
+        return
+    scenario = step.world.scenario
+    rounds = scenario.round.model_copy(update={"deadline_s": deadline_s})
+    aimed = scenario.model_copy(update={"round": rounds})
+    step.world = dataclasses.replace(step.world, scenario=aimed)
+
+
 def add_kinds(kinds_j: dict, row: dict) -> None:
     """Add a round's energy per kind (a kind the row lacks is 0: the end-of-run tail is
     in the last row only)."""
@@ -238,6 +253,7 @@ def evaluate_protocol(world: SystemWorld, scenario: Scenario, rounds: int, quant
     server version its duration, per client update its time from dispatch to arrival
     and its energy (simulator/protocols/)."""
     sim = SimpySystemSimulation(with_scenario(world, scenario))
+    aim_policy(sim, world.scenario.round.deadline_s)
     pop, n_cells = world.population, world.topology.n_cells
     n_classes = len(pop.class_names)
     durations, device_energy, client_times, energy_rounds = [], [], [], []

@@ -62,10 +62,12 @@ def selection_notice(scenario, plan: dict) -> str | None:
     """The notice `--search none` prints when a sync round selects fewer than all the
     clients: its selection keys are capacity's own (nested in m: capacity.common_select),
     so it picks other clients than `run --no-train` (the same law); None when every client
-    is selected, under Bernoulli participation or another protocol (the engine's own
-    draw), or with a search (its candidates compare among themselves)."""
+    is selected, under Bernoulli participation, another protocol or a policy's selector
+    (the engine's own selection), or with a search (its candidates compare among
+    themselves)."""
     training, n = scenario.training, scenario.population.size
     own_draw = training.participation == "bernoulli" or scenario.protocol.kind != "sync"
+    own_draw = own_draw or scenario.policy.select != "random"
     if plan["search"] != "none" or own_draw:
         return None
     if selection_size(training.clients_per_round, scenario.round.overcommit, n) >= n:

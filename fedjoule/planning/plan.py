@@ -116,6 +116,37 @@ def reprice_blockers(scenario: Scenario) -> list[str]:
             f"availability.kind={scenario.availability.kind}: who is online depends on the "
             "simulated time, which the channel changes"
         )
+    return reasons + policy_blockers(scenario.policy)
+
+
+def policy_blockers(policy) -> list[str]:
+    """A policy's part of reprice_blockers: the decisions it takes from what the channel
+    changes (docs/policies.md#policies-in-every-command). The replay plays the recorded
+    sets in place of the selector and runs the allocators on the cell's channel, so a
+    band share (equal-finish) and a frequency need no run of their own; min-energy and
+    frequency=deadline need round.deadline_s, already a blocker."""
+    reasons = []
+    if policy.csi != "none":
+        reasons.append(
+            f"policy.csi={policy.csi}: the policy decides from the channel state, so who "
+            "takes part depends on the channel"
+        )
+    elif policy.select == "oort":
+        reasons.append(
+            "policy.select=oort: it ranks clients by their measured round times, which "
+            "depend on the channel"
+        )
+    elif policy.select == "battery":
+        reasons.append(
+            "policy.select=battery: it ranks clients by their reported battery levels, "
+            "which the energy spent on the channel drains"
+        )
+    if policy.steps == "deadline":
+        reasons.append(
+            "policy.steps=deadline: each client's local steps fit its expected "
+            "communication time, which depends on the channel, so the learning differs "
+            "per cell"
+        )
     return reasons
 
 

@@ -10,6 +10,7 @@ sign that the channel changed who took part (a drop, a client whose battery reac
 threshold, a recorded client not eligible) is a violation: the repricing is then not valid.
 """
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,11 @@ class ReplaySimulation(SimpySystemSimulation):
     """The SimPy engine without training, playing recorded training and probe sets."""
 
     def __init__(self, world: SystemWorld, rounds: dict[int, RoundSets]):
-        super().__init__(world)
+        # the recorded sets replace the policy's selector (who_takes_part), so a loss-driven
+        # selector needs no loss here; its allocators run on the replayed channel
+        policy = world.scenario.policy.model_copy(update={"select": "random"})
+        scenario = world.scenario.model_copy(update={"policy": policy})
+        super().__init__(dataclasses.replace(world, scenario=scenario))
         self.rounds = rounds
         self.needs_probe = algorithm_class(world.scenario.algorithm)[0].needs_probe
         self.violations: list[str] = []

@@ -21,6 +21,7 @@ from fedjoule.algorithms.registry import ALGORITHMS
 from fedjoule.errors import FedjouleError
 from fedjoule.scenarios.loading import builtin_names, builtin_text, load_scenario
 from fedjoule.scenarios.schema import Scenario
+from fedjoule.scenarios.schema.policy import PARAMETERS, SELECT
 from tests.scenarios.documents import delete_path, leaves, set_path
 
 # a hang guard per test (hundreds of hostile files, each answered in milliseconds)
@@ -205,3 +206,73 @@ def test_mutated_builtins_load_or_fail_cleanly_long(content):
 @given(from_scratch())
 def test_documents_from_scratch_load_or_fail_cleanly_long(content):
     check(content)
+
+
+# a policy section (issue 29) over a small world: each field's allowed values (edges
+# included), and the values it refuses
+POLICY_VALUES = {
+    "select": (SELECT, ["bogus", 3, None]),
+    "bandwidth": (["equal", "equal-finish", "min-energy"], ["none"]),
+    "frequency": (["fixed", "deadline"], [[]]),
+    "steps": (["fixed", "deadline"], [{}]),
+    "csi": (["none", "last", "oracle"], [1]),
+    "max_steps": ([None, 1, 3, 100_000], [0, math.nan, math.inf, 1e300, "x"]),
+    "choice_d": ([None, 1, 2, 10_000_000], [-1, 2.5]),
+    "oort_alpha": ([0.0, 2.0, 100.0], [-1.0, math.nan, math.inf]),
+    "oort_round_time_s": ([None, 1e-9, 0.01, 1e9], [0.0, -math.inf]),
+    "battery_weighted": ([False, True], ["maybe"]),
+}
+WORLDS = [
+    {},
+    {"round": {"deadline_s": 0.01}, "channel": {"fading": "rayleigh"}},
+    {"round": {"deadline_s": 1e-6}, "channel": {"path_loss": "macro-3gpp"}},
+    {"round": {"deadline_s": 5.0}, "population": {"device_classes": [
+        {"name": "phone", "battery_j": 0.05, "initial_charge_min": 0.3}]}},
+]  # fmt: skip
+
+
+@st.composite
+def policy_document(draw) -> dict:
+    """A small system world with a policy of 0-5 drawn fields (or a hostile section)."""
+    doc = {"training": {"rounds": 3, "clients_per_round": 3}, "population": {"size": 9}}
+    for name, section in draw(st.sampled_from(WORLDS)).items():
+        doc[name] = {**doc.get(name, {}), **copy.deepcopy(section)}
+    if draw(st.integers(0, 9)) == 0:
+        doc["policy"] = draw(scalars)
+        return doc
+    names = draw(st.lists(st.sampled_from(sorted(POLICY_VALUES)), max_size=5, unique=True))
+    policy = {}
+    for name in ["select", *names]:
+        allowed, refused = POLICY_VALUES[name]
+        values = refused if draw(st.integers(0, 7)) == 0 else allowed
+        policy[name] = draw(st.sampled_from(values))
+    for name, selector in PARAMETERS:  # mostly a parameter of the drawn selector only
+        if name in policy and policy["select"] != selector and draw(st.integers(0, 7)):
+            del policy[name]
+    doc["policy"] = policy
+    return doc
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
+@given(policy_document())
+def test_policy_sections_validate_and_run_or_fail_cleanly(doc):
+    """A policy loads or is refused (FedjouleError), and a loaded one plays 3 rounds on
+    both system engines or is refused: never another exception."""
+    from fedjoule.simulator.system import SystemEngine
+    from fedjoule.simulator.system_simpy import SimpySystemSimulation
+    from fedjoule.simulator.system_world import build_system_world
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "policy.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        try:
+            scenario = load_scenario(path)
+        except FedjouleError as err:
+            assert str(err).count("\n") + 1 < MAX_LINES
+            return
+    world = build_system_world(scenario)
+    for engine in (SystemEngine, SimpySystemSimulation):
+        try:
+            engine(world).run(3, lambda row: None)
+        except FedjouleError as err:
+            assert "\n" not in str(err).strip(), str(err)
