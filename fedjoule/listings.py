@@ -14,7 +14,7 @@ from fedjoule.devices.fedscale import to_json_text
 from fedjoule.devices.library import load_profile, profile_names, unknown_profile_message
 from fedjoule.devices.power_profile import import_command
 from fedjoule.errors import FedjouleError
-from fedjoule.scenarios.loading import builtin_names, load_scenario
+from fedjoule.scenarios import loading
 from fedjoule.scenarios.schema import DeviceClass
 
 __all__ = ["import_command", "print_profiles", "print_scenarios", "to_json_text"]
@@ -25,8 +25,8 @@ def print_scenarios(console: Console) -> None:
     table = Table(show_header=True)
     table.add_column("name")
     table.add_column("description")
-    for name in builtin_names():
-        table.add_row(name, load_scenario(name).description)
+    for name in loading.builtin_names():  # (through the module: one place to look them up)
+        table.add_row(name, loading.load_scenario(name).description)
     console.print(table)
 
 
