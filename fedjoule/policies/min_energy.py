@@ -6,8 +6,15 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
+from fedjoule.channel.link import snr_linear
 from fedjoule.errors import FedjouleError
-from fedjoule.policies.bandwidth import BISECTION_STEPS, Uplink, share_for_time
+from fedjoule.policies.bandwidth import (
+    BISECTION_STEPS,
+    ESTIMATE_BRACKET,
+    NEWTON_STEPS,
+    Uplink,
+    share_for_time,
+)
 
 
 class InfeasibleAllocation(FedjouleError):
@@ -37,12 +44,19 @@ def min_energy_shares(uplink: Uplink, deadline_s) -> np.ndarray:
     if least.sum() == 1.0:
         return least
 
-    def excess(log_price: float) -> float:
-        return float(shares_at_price(uplink, least, math.exp(log_price)).sum()) - 1.0
+    def excess(log_price: float, estimate: bool = False) -> float:
+        shares = (share_estimate_at_price if estimate else shares_at_price)(
+            uplink, least, math.exp(log_price)
+        )
+        return float(shares.sum()) - 1.0
 
     cheapest = math.log(float(marginal_saving(uplink, np.ones(uplink.n)).min()))
     dearest = math.log(float(marginal_saving(uplink, least).max()))
-    log_price = brentq(excess, cheapest, dearest, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    tolerance = {"xtol": 1e-14, "rtol": 4 * np.finfo(float).eps}
+    try:  # on the estimate (a few ulps from the bisection's shares, without it)
+        log_price = brentq(excess, cheapest, dearest, args=(True,), **tolerance)
+    except ValueError:  # the estimate did not change sign: the bisection's shares
+        log_price = brentq(excess, cheapest, dearest, **tolerance)
     return within_band(shares_at_price(uplink, least, math.exp(log_price)), least)
 
 
@@ -56,8 +70,15 @@ def marginal_saving(uplink: Uplink, share: np.ndarray) -> np.ndarray:
 def shares_at_price(uplink: Uplink, least: np.ndarray, price: float) -> np.ndarray:
     """Per client the share in [least_k, 1] minimising E_k(s) + price s: where its marginal
     saving falls to the price (least_k where it is below it already), by bisection to
-    adjacent floats, the lower end."""
-    low, high = least.copy(), np.ones(uplink.n)
+    adjacent floats, the lower end, from a bracket around share_estimate_at_price that the
+    test confirms (a few halvings), else from [least_k, 1]."""
+    guess = share_estimate_at_price(uplink, least, price)
+    low = np.maximum(guess * (1.0 - ESTIMATE_BRACKET), least)
+    high = np.minimum(guess * (1.0 + ESTIMATE_BRACKET), 1.0)
+    with np.errstate(invalid="ignore"):
+        confirmed = (low == least) | (marginal_saving(uplink, low) > price)
+        confirmed &= (high == 1.0) | ~(marginal_saving(uplink, high) > price)
+    low, high = np.where(confirmed, low, least), np.where(confirmed, high, 1.0)
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (low + high)
         if np.all((mid == low) | (mid == high)):
@@ -65,6 +86,31 @@ def shares_at_price(uplink: Uplink, least: np.ndarray, price: float) -> np.ndarr
         worth = marginal_saving(uplink, mid) > price
         low, high = np.where(worth, mid, low), np.where(worth, high, mid)
     return low
+
+
+def share_estimate_at_price(uplink: Uplink, least: np.ndarray, price: float) -> np.ndarray:
+    """shares_at_price to a few ulps, without bisection: the share where the marginal
+    saving m(s) = p bits r'(s) / r(s)^2 equals the price, within [least, 1]. Linear rate:
+    m = p bits / (r(1) s^2), s = sqrt(p bits / (r(1) price)). SNR over the share (x = a/s,
+    l = ln(1 + x), q = l - x / (1 + x)): m = p bits q ln 2 / (W s^2 l^2), by Newton's
+    method on ln m against ln s from s = 1, its slope -x^2 / ((1 + x)^2 q) - 2
+    + 2 x / ((1 + x) l)."""
+    if uplink.linear:
+        whole_bps = uplink.rate_bps(np.ones(uplink.n))
+        return np.clip(np.sqrt(uplink.tx_power_w * uplink.bits / (whole_bps * price)), least, 1)
+    a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+    scale = uplink.tx_power_w * uplink.bits * math.log(2.0) / uplink.bandwidth_hz
+    log_s = np.zeros(uplink.n)
+    with np.errstate(all="ignore"):
+        for _ in range(NEWTON_STEPS):
+            s = np.exp(log_s)
+            x = a / s
+            ln1x = np.log1p(x)
+            q = ln1x - x / (1.0 + x)
+            slope = -(x**2) / ((1.0 + x) ** 2 * q) - 2.0 + 2.0 * x / ((1.0 + x) * ln1x)
+            gap = np.log(scale * q / (s * s * ln1x**2)) - math.log(price)
+            log_s = np.minimum(log_s - gap / slope, 0.0)
+    return np.clip(np.exp(log_s), least, 1.0)
 
 
 def within_band(shares: np.ndarray, least: np.ndarray) -> np.ndarray:

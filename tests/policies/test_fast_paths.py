@@ -1,10 +1,18 @@
 """The selectors' and check_decision's fast paths (benchmarks/policies.py) give what the
-plain definitions give: top's partial sort, round robin's rotation, the sorted look-up."""
+plain definitions give: top's partial sort, round robin's rotation, the sorted look-up; the
+bandwidth solvers' Newton estimates are within ulps of their bisections, which end on the
+boundary of their tests."""
 
 import numpy as np
 import pytest
 
 from fedjoule.errors import FedjouleError
+from fedjoule.policies.bandwidth import Uplink, share_estimate, share_for_time
+from fedjoule.policies.min_energy import (
+    marginal_saving,
+    share_estimate_at_price,
+    shares_at_price,
+)
 from fedjoule.policies.observation import Decision, check_decision
 from fedjoule.policies.select import select_round_robin, top
 from tests.policies.helpers import observation
@@ -48,3 +56,42 @@ def test_unknown_or_repeated_clients_first_in_the_decisions_order():
     with pytest.raises(FedjouleError, match="client 8's CPU frequency 3.2 Hz"):
         check_decision(Decision(np.array([8]), cpu_freq_hz=np.array([3.2])), "p", candidates,
                        ranges)  # fmt: skip
+
+
+def uplinks():
+    """Uplinks of 60 clients at -20 to 50 dB on the whole band, and at a fixed SNR."""
+    gen = np.random.default_rng(5)
+    noise_w_per_hz, band_hz = 2e-20, 1e6
+    rx_w = 10 ** (gen.uniform(-20, 50, 60) / 10) * noise_w_per_hz * band_hz
+    bits, power_w = gen.uniform(1e4, 1e7, 60), gen.uniform(0.01, 0.2, 60)
+    return (
+        Uplink(bits, power_w, band_hz, rx_power_w=rx_w, noise_psd_w_per_hz=noise_w_per_hz),
+        Uplink(bits, power_w, band_hz, snr=10 ** (gen.uniform(-20, 50, 60) / 10)),
+    )
+
+
+@pytest.mark.parametrize("uplink", uplinks(), ids=["snr-over-share", "fixed-snr"])
+def test_share_for_time_is_the_tests_boundary_and_the_estimate_within_ulps(uplink):
+    for time_s in np.geomspace(1e-3, 1e3, 13):
+        shares = share_for_time(uplink, time_s)
+        ok = np.isfinite(shares)
+        shares_ok = np.where(ok, shares, 1.0)
+        assert np.all(uplink.upload_time_s(shares_ok)[ok] <= time_s)
+        assert not np.any(uplink.upload_time_s(np.nextafter(shares_ok, 0))[ok] <= time_s)
+        assert np.all(uplink.upload_time_s(np.ones(60))[~ok] > time_s)
+        estimate = share_estimate(uplink, time_s)[ok]
+        np.testing.assert_allclose(estimate, shares[ok], rtol=1e-12)
+
+
+@pytest.mark.parametrize("uplink", uplinks(), ids=["snr-over-share", "fixed-snr"])
+def test_shares_at_price_is_the_tests_boundary_and_the_estimate_within_ulps(uplink):
+    least = np.full(60, 1e-4)
+    cheapest = marginal_saving(uplink, np.ones(60)).min()
+    for price in np.geomspace(cheapest / 10, marginal_saving(uplink, least).max() * 10, 13):
+        shares = shares_at_price(uplink, least, price)
+        worth = marginal_saving(uplink, shares) > price
+        assert np.all((shares == least) | worth)
+        above = np.nextafter(shares, np.inf)
+        assert not np.any((above < 1) & (marginal_saving(uplink, above) > price))
+        estimate = share_estimate_at_price(uplink, least, price)
+        np.testing.assert_allclose(estimate, shares, rtol=1e-12)
