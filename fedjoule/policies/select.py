@@ -149,8 +149,9 @@ def select_oort(
     n_exploit = min(int(m * (1.0 - oort_exploration(obs.round_index))), len(explored))
     chosen = np.zeros(0, dtype=int)
     if n_exploit > 0:
-        ranked = explored[np.lexsort((obs.client_id[explored], -utility[explored]))]
-        admitted = ranked[utility[ranked] >= cut_off * utility[ranked[n_exploit - 1]]]
+        kth = -np.partition(-utility[explored], n_exploit - 1)[n_exploit - 1]
+        admitted = explored[utility[explored] >= cut_off * kth]  # ranked, below
+        admitted = admitted[np.lexsort((obs.client_id[admitted], -utility[admitted]))]
         total = utility[admitted].sum()  # 0 only when every utility is 0: uniform
         weights = utility[admitted] / total if total > 0 else None
         chosen = gen.choice(admitted, n_exploit, replace=False, p=weights)
