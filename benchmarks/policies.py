@@ -34,6 +34,13 @@ ARMS = {  # name: the scenario's policy (--set overrides)
     "bandwidth=min-energy": ["policy.bandwidth=min-energy"],
     "frequency=deadline": ["policy.frequency=deadline"],
     "steps=deadline": ["policy.steps=deadline"],
+    "all four (proportional-fair csi=oracle, min-energy, deadline, deadline)": [
+        "policy.select=proportional-fair",
+        "policy.csi=oracle",
+        "policy.bandwidth=min-energy",
+        "policy.frequency=deadline",
+        "policy.steps=deadline",
+    ],  # fmt: skip
 }
 
 
@@ -167,12 +174,12 @@ def main() -> None:
         print(f"{DEVICES:,} clients, {m} a round, {args.rounds} rounds (medians):")
         for row in rows:
             print(
-                f"  {row['arm']:<40} {row['ms_per_round']:8.2f} ms/round  "
+                f"  {row['arm']:<42} {row['ms_per_round']:8.2f} ms/round  "
                 f"ratio {row['ratio']:6.3f}  added {row['added_ms']:+7.2f} ms  policy step "
                 f"{row['policy_step_ms']:6.3f} ms ({100 * row['policy_step_ratio']:.1f} %)"
             )
         for row in results[f"m={m} selector alone"]:
-            print(f"  {row['arm']:<40} {row['ms_per_call']:8.3f} ms/call")
+            print(f"  {row['arm']:<42} {row['ms_per_call']:8.3f} ms/call")
         results["load_average"].append(os.getloadavg())
     results["load_average_mean"] = statistics.mean(a[0] for a in results["load_average"])
     save_results(args.name, results)

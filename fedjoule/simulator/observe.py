@@ -7,7 +7,9 @@ when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_
 
 import numpy as np
 
-from fedjoule.channel.cell import mean_uplink_snr_db, round_fading
+from fedjoule import rng
+from fedjoule.channel.cell import mean_uplink_snr_db
+from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import airtime_s, shannon_rate_bps
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.policies.observation import Observation
@@ -62,7 +64,10 @@ class Observer:
         if self._round_snr[0] != r:
             scenario = self.world.scenario
             n = self.world.population.size
-            up_fading, _ = round_fading(scenario.channel, n, scenario.seed, r)
+            gen = rng.stream(scenario.seed, "fading", r)  # round_fading's, its uplink half
+            up_fading = fading_power(
+                gen, scenario.channel.fading, n, k_factor=scenario.channel.rician_k
+            )
             with np.errstate(divide="ignore"):
                 self._round_snr = (r, self.mean_sinr_db + 10 * np.log10(up_fading))
         return self._round_snr[1]
