@@ -4,7 +4,7 @@ channel's own rate model (channel/link.py): equal and equal-finish (min-energy: 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, root_scalar
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
 
@@ -124,6 +124,20 @@ def share_estimate(uplink: Uplink, time_s) -> np.ndarray:
         return a / u
 
 
+def newton_in(excess_and_slope, start: float, low: float, high: float, tolerance: dict):
+    """scipy.optimize.root_scalar's Newton method from `start` (excess_and_slope gives the
+    function and its derivative): its root where it converges inside [low, high], else
+    None (the caller then brackets it with brentq)."""
+    with np.errstate(all="ignore"):
+        try:
+            found = root_scalar(
+                excess_and_slope, x0=start, fprime=True, method="newton", maxiter=30, **tolerance
+            )
+        except (ArithmeticError, ValueError, RuntimeError):
+            return None
+    return found.root if found.converged and low <= found.root <= high else None
+
+
 def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     """Shares that end every upload at the same instant T (uploads starting together),
     which minimise the longest upload time with the shares summing to 1.
@@ -151,10 +165,23 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     if uplink.n == 1 or (not excess(equal_s, True) <= -1e-9 and excess(equal_s) >= 0):
         return equal_shares(uplink)
     tolerance = {"xtol": 1e-300, "rtol": 4 * np.finfo(float).eps}
-    try:
-        time_s = brentq(excess, alone_s, equal_s, args=(True,), **tolerance)
-    except ValueError:  # the estimate did not change sign: the exact shares
-        time_s = brentq(excess, alone_s, equal_s, **tolerance)
+    a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+
+    def excess_and_slope(time_s: float) -> tuple[float, float]:
+        # s ln(1 + a/s) = bits ln 2 / (W T): ds/dT = -s ln(1 + x) / (T (ln(1 + x) - x/(1 + x)))
+        shares = share_estimate(uplink, time_s)
+        x = a / shares
+        slope = -shares * np.log1p(x) / (time_s * (np.log1p(x) - x / (1.0 + x)))
+        return float(shares.sum()) - 1.0, float(slope.sum())
+
+    # the shares fall about as 1/T: Newton starts at equal's longest x its estimates' sum
+    start_s = equal_s * float(share_estimate(uplink, equal_s).sum())
+    time_s = newton_in(excess_and_slope, start_s, alone_s, equal_s, tolerance)
+    if time_s is None:
+        try:
+            time_s = brentq(excess, alone_s, equal_s, args=(True,), **tolerance)
+        except ValueError:  # the estimate did not change sign: the exact shares
+            time_s = brentq(excess, alone_s, equal_s, **tolerance)
     for i in range(64):  # the root may sit some floats on the crowded side
         shares = share_for_time(uplink, time_s)
         if shares.sum() <= 1.0:

@@ -13,6 +13,7 @@ from fedjoule.policies.bandwidth import (
     ESTIMATE_BRACKET,
     NEWTON_STEPS,
     Uplink,
+    newton_in,
     share_for_time,
 )
 
@@ -57,10 +58,25 @@ def min_energy_shares(uplink: Uplink, deadline_s) -> np.ndarray:
     cheapest = math.log(float(marginal_saving(uplink, np.ones(uplink.n)).min()))
     dearest = math.log(float(marginal_saving(uplink, least).max()))
     tolerance = {"xtol": 1e-14, "rtol": 4 * np.finfo(float).eps}
-    try:  # on the estimate (a few ulps from the bisection's shares, without it)
-        log_price = brentq(excess, cheapest, dearest, args=(True,), **tolerance)
-    except ValueError:  # the estimate did not change sign: the bisection's shares
-        log_price = brentq(excess, cheapest, dearest, **tolerance)
+
+    def excess_and_slope(log_price: float) -> tuple[float, float]:
+        excess(log_price, estimate=True)  # d s_k / d ln lambda = s_k / (d ln m_k / d ln s_k)
+        shares = start[0]
+        free = (shares > least) & (shares < 1.0)
+        slope = np.sum(shares[free] / log_slope(uplink, shares[free], free))
+        return float(shares.sum()) - 1.0, float(slope)
+
+    # the shares fall about as lambda^(-1/2) (exactly at a fixed SNR): Newton starts there
+    middle = 0.5 * (cheapest + dearest)
+    log_price = newton_in(
+        excess_and_slope, middle + 2.0 * math.log1p(excess(middle, True)), cheapest, dearest,
+        tolerance,
+    )  # fmt: skip
+    if log_price is None:
+        try:  # on the estimate (a few ulps from the bisection's shares, without it)
+            log_price = brentq(excess, cheapest, dearest, args=(True,), **tolerance)
+        except ValueError:  # the estimate did not change sign: the bisection's shares
+            log_price = brentq(excess, cheapest, dearest, **tolerance)
     return within_band(shares_at_price(uplink, least, math.exp(log_price)), least)
 
 
@@ -120,6 +136,18 @@ def share_estimate_at_price(
             if not np.max(np.abs(step)) > 1e-14:
                 break
     return np.clip(np.exp(log_s), least, 1.0)
+
+
+def log_slope(uplink: Uplink, shares: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """d ln m / d ln s, the marginal saving's elasticity, at the shares of clients `rows`:
+    -2 at a rate linear in the share, else share_estimate_at_price's slope."""
+    if uplink.linear:
+        return np.full(len(shares), -2.0)
+    a = snr_linear(uplink.rx_power_w[rows], uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+    x = a / shares
+    ln1x = np.log1p(x)
+    q = ln1x - x / (1.0 + x)
+    return -(x**2) / ((1.0 + x) ** 2 * q) - 2.0 + 2.0 * x / ((1.0 + x) * ln1x)
 
 
 def within_band(shares: np.ndarray, least: np.ndarray) -> np.ndarray:
