@@ -145,12 +145,13 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     Rate linear in the share (fixed SNR): t_k = bits_k / (s_k W log2(1 + snr_k)) equal
     gives s_k proportional to bits_k / log2(1 + snr_k), in closed form. SNR over the share
     (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T),
-    with scipy.optimize.brentq between the longest upload on the whole band and the
-    longest on equal shares (bracketed, so it converges), so it is never longer than
-    equal's; every share is then taken at that one T. brentq runs on share_estimate (a
-    few ulps from share_for_time, without its bisection), then T moves up by 1, 2, 4, ...
-    ulps until share_for_time's shares fit the band (on the rare estimate that does not
-    bracket the root, brentq runs on share_for_time itself)."""
+    between the longest upload on the whole band and the longest on equal shares, so it is
+    never longer than equal's; every share is then taken at that one T. The root is found
+    on share_estimate (a few ulps from share_for_time, without its bisection) by scipy's
+    Newton method (root_scalar) from the lower end: each s_k(T) is convex and falling (the
+    inverse of the concave s log2(1 + a/s) at bits / (W T)), so the steps climb to the root
+    without overshooting; scipy.optimize.brentq in the bracket where it does not converge.
+    T then moves up by 1, 2, 4, ... ulps until share_for_time's shares fit the band."""
     if uplink.linear:
         need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
         return need / need.sum()
@@ -174,9 +175,9 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
         slope = -shares * np.log1p(x) / (time_s * (np.log1p(x) - x / (1.0 + x)))
         return float(shares.sum()) - 1.0, float(slope.sum())
 
-    # the shares fall about as 1/T: Newton starts at equal's longest x its estimates' sum
-    start_s = equal_s * float(share_estimate(uplink, equal_s).sum())
-    time_s = newton_in(excess_and_slope, start_s, alone_s, equal_s, tolerance)
+    # each s_k(T) is convex and falling, so is their sum: Newton from alone_s (left of the
+    # root) climbs to it without overshooting
+    time_s = newton_in(excess_and_slope, alone_s, alone_s, equal_s, tolerance)
     if time_s is None:
         try:
             time_s = brentq(excess, alone_s, equal_s, args=(True,), **tolerance)
