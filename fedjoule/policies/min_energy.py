@@ -69,10 +69,9 @@ def min_energy_shares(uplink: Uplink, deadline_s) -> np.ndarray:
 
     # the shares fall about as lambda^(-1/2) (exactly at a fixed SNR): Newton starts there
     middle = 0.5 * (cheapest + dearest)
-    log_price = newton_in(
-        excess_and_slope, middle + 2.0 * math.log1p(excess(middle, True)), cheapest, dearest,
-        tolerance,
-    )  # fmt: skip
+    total = excess(middle, True) + 1.0
+    begin = middle + 2.0 * math.log(total) if total > 0 else middle
+    log_price = newton_in(excess_and_slope, begin, cheapest, dearest, tolerance)
     if log_price is None:
         try:  # on the estimate (a few ulps from the bisection's shares, without it)
             log_price = brentq(excess, cheapest, dearest, args=(True,), **tolerance)
