@@ -4,13 +4,17 @@ channel's own rate model (channel/link.py): equal and equal-finish (min-energy: 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, root_scalar
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
 
 # Bisection on a share or a time halves its interval until the two ends are adjacent
 # floats; 200 halvings bound it (a share in (0, 1] needs fewer than 1100 only below 1e-300).
 BISECTION_STEPS = 200
+# share_estimate's Newton steps (5 reach round-off from its start, for any 1e-9 < k < 1) and
+# the relative bracket around its estimate that share_for_time checks and bisects.
+NEWTON_STEPS = 6
+ESTIMATE_BRACKET = 1e-13
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,16 @@ def equal_shares(uplink: Uplink) -> np.ndarray:
 def share_for_time(uplink: Uplink, time_s) -> np.ndarray:
     """Per client the least share of the band on which its upload takes at most time_s
     (a number or one per client): inf where even the whole band is too slow. Bisection
-    on the upload time, which falls as the share grows, to adjacent floats."""
+    on the upload time, which falls as the share grows, to adjacent floats, from a bracket
+    around share_estimate (a few halvings) or, where the test does not confirm it, (0, 1)."""
     time_s = np.broadcast_to(np.asarray(time_s, dtype=float), (uplink.n,))
     feasible = uplink.upload_time_s(np.ones(uplink.n)) <= time_s
-    low, high = np.zeros(uplink.n), np.ones(uplink.n)
+    guess = share_estimate(uplink, time_s)
+    low, high = guess * (1.0 - ESTIMATE_BRACKET), np.minimum(guess * (1.0 + ESTIMATE_BRACKET), 1)
+    with np.errstate(invalid="ignore"):
+        confirmed = (low > 0) & (uplink.upload_time_s(low) > time_s)
+        confirmed &= uplink.upload_time_s(high) <= time_s
+    low, high = np.where(confirmed, low, 0.0), np.where(confirmed, high, 1.0)
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (low + high)
         if np.all((mid == low) | (mid == high)):
@@ -95,6 +105,39 @@ def share_for_time(uplink: Uplink, time_s) -> np.ndarray:
     return np.where(feasible, high, np.inf)
 
 
+def share_estimate(uplink: Uplink, time_s) -> np.ndarray:
+    """Per client the share on which its upload takes time_s, to a few ulps (nan or inf
+    where none does). Linear rate: bits / (time_s x its rate on the whole band). SNR over
+    the share: s log2(1 + a/s) = bits / (W time_s), a the SNR on the whole band; with
+    u = a/s, ln(1 + u) = k u, k = bits ln 2 / (W time_s a) < 1, solved by Newton's method
+    from u0 = 2 ln(1/k) / k, right of the root (ln(1 + u0) <= k u0 as y^2 - 1 >= 2 y ln y,
+    y = 1/k), where ln(1 + u) - k u is concave and falling, so the steps fall monotonically
+    to the root."""
+    if uplink.linear:
+        return uplink.bits / (time_s * uplink.rate_bps(np.ones(uplink.n)))
+    a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+    k = uplink.bits * np.log(2.0) / (uplink.bandwidth_hz * time_s * a)
+    with np.errstate(all="ignore"):
+        u = -2.0 * np.log(k) / k
+        for _ in range(NEWTON_STEPS):
+            u = u - (np.log1p(u) - k * u) / (1.0 / (1.0 + u) - k)
+        return a / u
+
+
+def newton_in(excess_and_slope, start: float, low: float, high: float, tolerance: dict):
+    """scipy.optimize.root_scalar's Newton method from `start` (excess_and_slope gives the
+    function and its derivative): its root where it converges inside [low, high], else
+    None (the caller then brackets it with brentq)."""
+    with np.errstate(all="ignore"):
+        try:
+            found = root_scalar(
+                excess_and_slope, x0=start, fprime=True, method="newton", maxiter=30, **tolerance
+            )
+        except (ArithmeticError, ValueError, RuntimeError):
+            return None
+    return found.root if found.converged and low <= found.root <= high else None
+
+
 def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     """Shares that end every upload at the same instant T (uploads starting together),
     which minimise the longest upload time with the shares summing to 1.
@@ -102,23 +145,47 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     Rate linear in the share (fixed SNR): t_k = bits_k / (s_k W log2(1 + snr_k)) equal
     gives s_k proportional to bits_k / log2(1 + snr_k), in closed form. SNR over the share
     (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T),
-    with scipy.optimize.brentq between the longest upload on the whole band and the
-    longest on equal shares (bracketed, so it converges), so it is never longer than
-    equal's; every share is then taken at that one T."""
+    between the longest upload on the whole band and the longest on equal shares, so it is
+    never longer than equal's; every share is then taken at that one T. The root is found
+    on share_estimate (a few ulps from share_for_time, without its bisection) by scipy's
+    Newton method (root_scalar) from the lower end: each s_k(T) is convex and falling (the
+    inverse of the concave s log2(1 + a/s) at bits / (W T)), so the steps climb to the root
+    without overshooting; scipy.optimize.brentq in the bracket where it does not converge.
+    T then moves up by 1, 2, 4, ... ulps until share_for_time's shares fit the band."""
     if uplink.linear:
         need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
         return need / need.sum()
     alone_s = float(np.max(uplink.upload_time_s(np.ones(uplink.n))))
     equal_s = float(np.max(uplink.upload_time_s(equal_shares(uplink))))
 
-    def excess(time_s: float) -> float:
-        return float(share_for_time(uplink, time_s).sum()) - 1.0
+    def excess(time_s: float, estimate: bool = False) -> float:
+        shares = (share_estimate if estimate else share_for_time)(uplink, time_s)
+        return float(shares.sum()) - 1.0
 
-    if uplink.n == 1 or excess(equal_s) >= 0:  # equal's longest is already the least
+    # equal's longest is already the least (checked exactly where the estimate is close)
+    if uplink.n == 1 or (not excess(equal_s, True) <= -1e-9 and excess(equal_s) >= 0):
         return equal_shares(uplink)
-    time_s = brentq(excess, alone_s, equal_s, xtol=1e-300, rtol=4 * np.finfo(float).eps)
-    for _ in range(8):  # the root may sit a float on the crowded side
-        if excess(time_s) <= 0:
+    tolerance = {"xtol": 1e-300, "rtol": 4 * np.finfo(float).eps}
+    a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+
+    def excess_and_slope(time_s: float) -> tuple[float, float]:
+        # s ln(1 + a/s) = bits ln 2 / (W T): ds/dT = -s ln(1 + x) / (T (ln(1 + x) - x/(1 + x)))
+        shares = share_estimate(uplink, time_s)
+        x = a / shares
+        slope = -shares * np.log1p(x) / (time_s * (np.log1p(x) - x / (1.0 + x)))
+        return float(shares.sum()) - 1.0, float(slope.sum())
+
+    # each s_k(T) is convex and falling, so is their sum: Newton from alone_s (left of the
+    # root) climbs to it without overshooting
+    time_s = newton_in(excess_and_slope, alone_s, alone_s, equal_s, tolerance)
+    if time_s is None:
+        try:
+            time_s = brentq(excess, alone_s, equal_s, args=(True,), **tolerance)
+        except ValueError:  # the estimate did not change sign: the exact shares
+            time_s = brentq(excess, alone_s, equal_s, **tolerance)
+    for i in range(64):  # the root may sit some floats on the crowded side
+        shares = share_for_time(uplink, time_s)
+        if shares.sum() <= 1.0:
             break
-        time_s = float(np.nextafter(time_s, np.inf))
-    return share_for_time(uplink, time_s)
+        time_s = min(time_s * (1.0 + 2.0**i * np.finfo(float).eps), equal_s)
+    return shares

@@ -77,17 +77,7 @@ def check_decision(
     client's DVFS range (freq_range_hz: lowest and highest, arrays over `candidates`), or
     fewer than 1 local step: a FedjouleError naming the policy, the client and the value."""
     ids = np.asarray(decision.client_id)
-    position = {int(c): i for i, c in enumerate(np.asarray(candidates))}
-    seen: set[int] = set()
-    for c in ids.tolist():
-        if c not in position:
-            raise FedjouleError(
-                f"policy {policy!r} selected client {c}, which is not among the round's "
-                f"{len(position)} candidates (online and eligible)"
-            )
-        if c in seen:
-            raise FedjouleError(f"policy {policy!r} selected client {c} more than once")
-        seen.add(c)
+    rows = _rows_among(policy, ids, np.asarray(candidates))
     for name in ("band_share", "cpu_freq_hz", "local_steps"):
         value = getattr(decision, name)
         if value is not None and np.shape(value) != ids.shape:
@@ -100,11 +90,39 @@ def check_decision(
     if decision.cpu_freq_hz is not None:
         if freq_range_hz is None:
             raise FedjouleError(f"policy {policy!r} set CPU frequencies, but no DVFS range")
-        rows = np.array([position[c] for c in ids.tolist()], dtype=int)
         low, high = (np.asarray(r, dtype=float)[rows] for r in freq_range_hz)
         _check_frequencies(policy, ids, np.asarray(decision.cpu_freq_hz, dtype=float), low, high)
     if decision.local_steps is not None:
         _check_steps(policy, ids, np.asarray(decision.local_steps))
+
+
+def _rows_among(policy: str, ids: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Each selected client's index among the candidates; refuses the first (in the
+    decision's order) that is not among them or is selected again."""
+    if ids.dtype.kind in "biuf":  # numbers: sorted look-ups, no loop over the candidates
+        order = np.argsort(candidates, kind="stable")
+        at = np.searchsorted(candidates[order], ids, side="right") - 1
+        rows = order[np.maximum(at, 0)] if len(candidates) else np.zeros(len(ids), int)
+        known = (at >= 0) & (candidates[rows] == ids)
+        first = np.zeros(len(ids), dtype=bool)
+        first[np.unique(ids, return_index=True)[1]] = True
+    else:  # other objects: Python's equality, one by one
+        position = {int(c): i for i, c in enumerate(candidates)}
+        listed = ids.tolist()
+        known = np.array([c in position for c in listed], dtype=bool)
+        rows = np.array([position.get(c, 0) for c in listed], dtype=int)
+        first = np.array([listed.index(c) == i for i, c in enumerate(listed)], dtype=bool)
+    bad = np.flatnonzero(~known | ~first)
+    if bad.size:
+        i = int(bad[0])
+        c = ids.tolist()[i]
+        if not known[i]:
+            raise FedjouleError(
+                f"policy {policy!r} selected client {c}, which is not among the round's "
+                f"{len(set(candidates.tolist()))} candidates (online and eligible)"
+            )
+        raise FedjouleError(f"policy {policy!r} selected client {c} more than once")
+    return rows
 
 
 def _check_shares(policy: str, ids: np.ndarray, shares: np.ndarray) -> None:

@@ -23,8 +23,12 @@ OORT_CUT_OFF = 0.9
 
 def top(obs: Observation, score: np.ndarray, m: int) -> np.ndarray:
     """The m candidates of highest score, ties to the lower client id, sorted by id."""
-    order = np.lexsort((obs.client_id, -np.asarray(score, dtype=float)))
-    return np.sort(obs.client_id[order[:m]])
+    ids, key = obs.client_id, -np.asarray(score, dtype=float)
+    if 0 < m < len(key):  # sort only the m best and those tied with the m-th (nan: last)
+        kth = np.partition(key, m - 1)[m - 1]
+        if not np.isnan(kth):
+            ids, key = ids[key <= kth], key[key <= kth]
+    return np.sort(ids[np.lexsort((ids, key))[:m]])
 
 
 def spectral_efficiency(sinr_db: np.ndarray) -> np.ndarray:
@@ -63,9 +67,13 @@ def select_round_robin(obs: Observation, m: int, gen: np.random.Generator) -> np
     N clients in groups of m scheduled in turn. Round r walks the ring of ids 0 .. N-1 from
     (r m) mod N and takes the first m candidates it meets, so with every client online each
     client is selected exactly once in each N/m rounds (N a multiple of m)."""
-    start = (obs.round_index * m) % obs.n_clients
-    distance = (obs.client_id - start) % obs.n_clients
-    return np.sort(obs.client_id[np.argsort(distance, kind="stable")[:m]])
+    ids, n = obs.client_id, obs.n_clients
+    start = (obs.round_index * m) % n
+    if len(ids) and ids[0] >= 0 and ids[-1] < n and np.all(ids[1:] > ids[:-1]):
+        split = int(np.searchsorted(ids, start))  # ids sorted: the walk is a rotation
+        return np.sort(np.concatenate([ids[split:], ids[:split]])[:m])
+    distance = (ids - start) % n
+    return np.sort(ids[np.argsort(distance, kind="stable")[:m]])
 
 
 def select_best_channel(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray:
@@ -141,8 +149,9 @@ def select_oort(
     n_exploit = min(int(m * (1.0 - oort_exploration(obs.round_index))), len(explored))
     chosen = np.zeros(0, dtype=int)
     if n_exploit > 0:
-        ranked = explored[np.lexsort((obs.client_id[explored], -utility[explored]))]
-        admitted = ranked[utility[ranked] >= cut_off * utility[ranked[n_exploit - 1]]]
+        kth = -np.partition(-utility[explored], n_exploit - 1)[n_exploit - 1]
+        admitted = explored[utility[explored] >= cut_off * kth]  # ranked, below
+        admitted = admitted[np.lexsort((obs.client_id[admitted], -utility[admitted]))]
         total = utility[admitted].sum()  # 0 only when every utility is 0: uniform
         weights = utility[admitted] / total if total > 0 else None
         chosen = gen.choice(admitted, n_exploit, replace=False, p=weights)

@@ -8,7 +8,9 @@ async and buffered server as each update ends, an edge server after each edge ro
 
 import numpy as np
 
-from fedjoule.channel.cell import mean_uplink_snr_db, round_fading
+from fedjoule import rng
+from fedjoule.channel.cell import mean_uplink_snr_db
+from fedjoule.channel.fading import fading_power
 from fedjoule.channel.link import airtime_s, shannon_rate_bps
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.policies.observation import Observation
@@ -44,27 +46,32 @@ class Observer:
         self.last_selected = np.full(n, -1, dtype=int)
         self.staleness_rounds = np.zeros(n, dtype=int)  # async, buffered (else 0)
         self.last_sinr_db = np.full(n, np.nan)  # policy.csi=last: at its last upload
-        self.mean_sinr_db = self.whole_band_snr_db(None)
+        self.mean_sinr_db = self.whole_band_snr_db()
+        self._round_snr = (None, self.mean_sinr_db)  # (round, its SNR): round_snr_db's
         self.download_s, self.upload_s = self.nominal_comm_s()
 
     # ------------------------------------------------------------------ the channel
-    def whole_band_snr_db(self, fading: np.ndarray | None) -> np.ndarray:
-        """Every client's uplink SNR over the whole band W (dB): p G |h|^2 / (N0 W), or the
-        scenario's snr_db x |h|^2; `fading` the round's |h|^2 (None: its mean, 1)."""
+    def whole_band_snr_db(self) -> np.ndarray:
+        """Every client's mean uplink SNR over the whole band W (dB), without fading:
+        p G / (N0 W), or the scenario's snr_db."""
         world, channel = self.world, self.world.scenario.channel
         band_hz = np.full(world.population.size, channel.uplink_bandwidth_hz)
-        snr_db = mean_uplink_snr_db(channel, world.cell, world.population.tx_power_w, band_hz)
-        if fading is None:
-            return snr_db
-        with np.errstate(divide="ignore"):
-            return snr_db + 10 * np.log10(fading)
+        return mean_uplink_snr_db(channel, world.cell, world.population.tx_power_w, band_hz)
 
     def round_snr_db(self, r: int) -> np.ndarray:
         """Round r's uplink SNR of every client (its block fading, cell.round_fading: the
-        draw both engines make from the same stream)."""
-        scenario = self.world.scenario
-        up_fading, _ = round_fading(scenario.channel, self.world.population.size, scenario.seed, r)
-        return self.whole_band_snr_db(up_fading)
+        draw both engines make from the same stream): the mean SNR plus 10 log10 |h|^2, kept
+        for the round (select, allocate and record ask for it again)."""
+        if self._round_snr[0] != r:
+            scenario = self.world.scenario
+            n = self.world.population.size
+            gen = rng.stream(scenario.seed, "fading", r)  # round_fading's, its uplink half
+            up_fading = fading_power(
+                gen, scenario.channel.fading, n, k_factor=scenario.channel.rician_k
+            )
+            with np.errstate(divide="ignore"):
+                self._round_snr = (r, self.mean_sinr_db + 10 * np.log10(up_fading))
+        return self._round_snr[1]
 
     def known_snr_db(self, r: int, clients: np.ndarray) -> np.ndarray:
         """The clients' whole-band SNR as the server knows it in round r: this round's

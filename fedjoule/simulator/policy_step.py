@@ -66,6 +66,17 @@ def dvfs_ranges(world) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return low, high, now
 
 
+def cell_shares(uplink: Uplink, upload_left_s: np.ndarray | None) -> np.ndarray:
+    """One cell's band shares: min-energy's within each client's time left for its upload
+    (upload_left_s), equal-finish's without it or where no split meets them all."""
+    if upload_left_s is not None:
+        try:
+            return min_energy_shares(uplink, upload_left_s)
+        except InfeasibleAllocation:
+            pass
+    return equal_finish_shares(uplink)
+
+
 class PolicyStep:
     """The scenario's policy over its Observer (observe.py)."""
 
@@ -186,13 +197,8 @@ class PolicyStep:
         )  # fmt: skip
         for c in np.unique(cells):
             rows = np.flatnonzero(cells == c)
-            uplink = self.uplink(sel[rows], r)
-            shares[rows] = equal_finish_shares(uplink)
-            if upload_left_s is not None:
-                try:
-                    shares[rows] = min_energy_shares(uplink, upload_left_s[rows])
-                except InfeasibleAllocation:
-                    pass
+            left_s = None if upload_left_s is None else upload_left_s[rows]
+            shares[rows] = cell_shares(self.uplink(sel[rows], r), left_s)
             check_decision(Decision(sel[rows], band_share=shares[rows]), self.name(), sel)
         return shares
 
