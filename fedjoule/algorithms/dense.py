@@ -86,9 +86,12 @@ class DenseGradient:
             }
         return own.buffers
 
-    def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """(m, P) gradients of mean cross-entropy at `params` (m, P) on batches x (m, B, ...).
-        The returned buffer is reused two calls later."""
+    def __call__(
+        self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss_out=None
+    ) -> torch.Tensor:
+        """(m, P) gradients of mean cross-entropy at `params` (m, P) on batches x (m, B, ...);
+        `loss_out` (m,), if given, receives each client's loss. The returned buffer is
+        reused two calls later."""
         ws = self._workspace(*x.shape[:2], params)
         self._own.flip ^= 1
         out = ws["out"][self._own.flip]
@@ -97,15 +100,22 @@ class DenseGradient:
             out[:, layer.weight] = dw.view(len(out), -1)
             out[:, layer.bias] = db
 
-        self._backward(params, x, y, ws, keep)
+        self._backward(params, x, y, ws, keep, loss_out)
         return out
 
     def descend(
-        self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lr: float, decay: float
+        self,
+        params: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        lr: float,
+        decay: float,
+        loss_out: torch.Tensor | None = None,
     ) -> None:
         """One plain SGD step in place, params -= lr (gradient + decay params), without the
         flat gradient: each layer's gradient is subtracted from its weights as soon as it
-        is known (after its weights have served the backward pass)."""
+        is known (after its weights have served the backward pass). `loss_out` (m,), if
+        given, receives each client's loss before the step."""
         ws = self._workspace(*x.shape[:2], params)
 
         def step(layer, weight, dw, db):
@@ -116,11 +126,12 @@ class DenseGradient:
             weight.sub_(dw, alpha=lr)
             bias.sub_(db, alpha=lr)
 
-        self._backward(params, x, y, ws, step)
+        self._backward(params, x, y, ws, step, loss_out)
 
-    def _backward(self, params, x, y, ws, sink) -> None:
+    def _backward(self, params, x, y, ws, sink, loss_out=None) -> None:
         """Forward and backward passes; `sink(layer, weight, dw, db)` receives each layer's
-        gradients, last layer first, once the layer's weights are no longer needed."""
+        gradients, last layer first, once the layer's weights are no longer needed;
+        `loss_out` (m,), if given, each client's mean cross-entropy from the logits."""
         m, batch = x.shape[:2]
         h, inputs, weights = x.reshape(m, batch, -1), [], []
         last = len(self.layers) - 1
@@ -132,6 +143,10 @@ class DenseGradient:
             torch.baddbmm(bias, h, weight.transpose(1, 2), out=ws["z"][i])
             if i < last:
                 h = torch.clamp(ws["z"][i], min=0, out=ws["a"][i])
+        if loss_out is not None:  # cross-entropy = logsumexp(z) - z_y, the batch's mean
+            logits = ws["z"][last]
+            picked = logits.gather(-1, y.reshape(m, batch, 1)).squeeze(-1)
+            torch.mean(torch.logsumexp(logits, dim=-1) - picked, dim=1, out=loss_out)
         # d(mean cross-entropy)/d logits = (softmax - onehot) / B
         dz = ws["dz"][last]
         dz.copy_(torch.softmax(ws["z"][last], dim=-1))

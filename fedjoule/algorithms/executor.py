@@ -18,10 +18,11 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
-from torch.func import grad, vmap
+from torch.func import grad, grad_and_value, vmap
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
+from fedjoule.algorithms.train_loss import TrainingLoss
 from fedjoule.algorithms.work import GradientCount
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -147,9 +148,28 @@ class DrawnTogether:
         self.fn = fn
         self.draws = draws
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         with self.draws.client(0):
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
+
+
+class VmapGradient:
+    """vmap(grad(loss)) over the clients' (m, P) parameters; given `loss_out` (m,), the
+    same through grad_and_value, each client's loss written into it. `compiled`: both
+    through torch.compile."""
+
+    def __init__(self, loss: LossFn, randomness: str = "error", compiled: bool = False):
+        self.gradient = vmap(grad(loss), randomness=randomness)
+        self.with_loss = vmap(grad_and_value(loss), randomness=randomness)
+        if compiled:
+            self.gradient, self.with_loss = map(torch.compile, (self.gradient, self.with_loss))
+
+    def __call__(self, params, x, y, loss_out: torch.Tensor | None = None) -> torch.Tensor:
+        if loss_out is None:
+            return self.gradient(params, x, y)
+        g, loss = self.with_loss(params, x, y)
+        loss_out.copy_(loss)
+        return g
 
 
 def start_params(ctx: Context, m: int) -> torch.Tensor:
@@ -178,12 +198,16 @@ class LoopGradient:
         self._own = threading.local()  # each thread's buffers (clients split across threads)
 
     def grad(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.grad_and_loss(params, x, y)[0]
+
+    def grad_and_loss(self, params, x, y) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.enable_grad():
             theta = params.detach().requires_grad_(True)
-            (g,) = torch.autograd.grad(self.loss(theta, x, y), theta)
-        return g
+            loss = self.loss(theta, x, y)
+            (g,) = torch.autograd.grad(loss, theta)
+        return g, loss.detach()
 
-    def __call__(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def __call__(self, params, x, y, loss_out: torch.Tensor | None = None) -> torch.Tensor:
         own = self._own
         if getattr(own, "out", None) is None or own.out[0].shape != params.shape:
             own.out, own.flip = [torch.empty_like(params), torch.empty_like(params)], 0
@@ -191,7 +215,10 @@ class LoopGradient:
         out = own.out[own.flip]
         for i in range(len(params)):
             with own_draws(self.draws, i):
-                out[i] = self.grad(params[i], x[i], y[i])
+                if loss_out is None:
+                    out[i] = self.grad(params[i], x[i], y[i])
+                else:
+                    out[i], loss_out[i] = self.grad_and_loss(params[i], x[i], y[i])
         return out
 
 
@@ -209,30 +236,41 @@ class BufferedGradient:
     ):
         self.buffered_loss = buffered_loss
         self.draws = draws
-        self.batched = None
+        self.batched = self.batched_with_loss = None
         if not per_client:
             randomness = "error" if draws is None else "different"
             self.batched = vmap(grad(buffered_loss, has_aux=True), randomness=randomness)
+            self.batched_with_loss = vmap(
+                grad_and_value(buffered_loss, has_aux=True), randomness=randomness
+            )
             if draws is not None:
                 self.batched = DrawnTogether(self.batched, draws)
+                self.batched_with_loss = DrawnTogether(self.batched_with_loss, draws)
 
-    def _one(self, params, buffers, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+    def _one(self, params, buffers, x, y) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with torch.enable_grad():
             theta = params.detach().requires_grad_(True)
             loss, updated = self.buffered_loss(theta, buffers, x, y)
             (g,) = torch.autograd.grad(loss, theta)
-        return g, updated
+        return g, updated, loss.detach()
 
-    def __call__(self, params, buffers, x, y, active) -> torch.Tensor:
-        if self.batched is not None:
+    def __call__(self, params, buffers, x, y, active, loss_out=None) -> torch.Tensor:
+        """(m, P) gradients; the clients' `buffers` (m, B) updated where `active`;
+        `loss_out` (m,), if given, receives each client's loss."""
+        if self.batched is not None and loss_out is None:
             grads, updated = self.batched(params, buffers, x, y)
+        elif self.batched is not None:
+            grads, (loss, updated) = self.batched_with_loss(params, buffers, x, y)
+            loss_out.copy_(loss)
         else:
-            pairs = []
+            triples = []
             for i in range(len(params)):
                 with own_draws(self.draws, i):
-                    pairs.append(self._one(params[i], buffers[i], x[i], y[i]))
-            grads = torch.stack([g for g, _ in pairs])
-            updated = torch.stack([b for _, b in pairs])
+                    triples.append(self._one(params[i], buffers[i], x[i], y[i]))
+            grads = torch.stack([g for g, _, _ in triples])
+            updated = torch.stack([b for _, b, _ in triples])
+            if loss_out is not None:
+                loss_out.copy_(torch.stack([v for _, _, v in triples]))
         buffers.copy_(torch.where(active.bool(), updated, buffers))
         return grads
 
@@ -279,7 +317,7 @@ class VectorisedExecutor:
         self.draws = draws
         self.split = split and draws is None and device.type == "cpu"
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
-        self.batched_grad = fast_grad or vmap(grad(loss))
+        self.batched_grad = fast_grad or VmapGradient(loss)
         self.buffered = buffered
         self.batched_loss = vmap(eval_loss or loss_as_eval(loss), in_dims=(None, 0, 0, None))
         self.memory_budget_mb = memory_budget_mb
@@ -300,10 +338,12 @@ class VectorisedExecutor:
         batch_idx: torch.Tensor,
         buffers: torch.Tensor | None = None,
         count: GradientCount | None = None,
+        losses: TrainingLoss | None = None,
     ) -> torch.Tensor:
         """Final (m, P) parameters after each client's `setup.steps` local steps; the
         clients' running statistics `buffers` (m, B), if any, are updated in place; the
-        gradient evaluations of every step go into `count` (work.py)."""
+        gradient evaluations of every step go into `count` (work.py), and each step's
+        training losses into `losses`, if given (train_loss.py)."""
         m, _, batch = batch_idx.shape
         n_params = ctx.shared["start"].numel()
         threads = min(torch.get_num_threads(), m) if self.split else 1
@@ -312,12 +352,14 @@ class VectorisedExecutor:
         count = GradientCount() if count is None else count
         setup = with_client_ids(setup, m)
         if m <= chunk:
-            return self._train(algorithm, ctx, setup, batch_idx, buffers, count)
+            return self._train(algorithm, ctx, setup, batch_idx, buffers, losses, count)
         parts = []
         for first in range(0, m, chunk):
             rows = slice(first, first + chunk)
             own_buffers = None if buffers is None else buffers[rows]  # a view: updated in place
-            parts.append((rows, ctx.rows(rows), setup.rows(rows), batch_idx[rows], own_buffers))
+            own_losses = None if losses is None else losses.rows(rows)  # adds into its rows
+            own = (ctx.rows(rows), setup.rows(rows), batch_idx[rows], own_buffers, own_losses)
+            parts.append((rows, *own))
         if threads > 1:
             finals = self.split_across_threads(algorithm, parts, count, threads)
         else:
@@ -360,6 +402,7 @@ class VectorisedExecutor:
         setup: RoundSetup,
         batch_idx: torch.Tensor,
         buffers: torch.Tensor | None,
+        losses: TrainingLoss | None,
         count: GradientCount,
     ) -> torch.Tensor:
         batch_idx = batch_idx.to(self.device)
@@ -380,27 +423,34 @@ class VectorisedExecutor:
             y_k = yb.view(m, batch, *self.y.shape[1:])
             active = (steps > k).to(params.dtype)[:, None]
             if fused and k < all_active:  # the same step without the flat gradient
-                self.batched_grad.descend(params, x_k, y_k, setup.lr, setup.weight_decay)
+                loss_out = {} if losses is None else {"loss_out": losses.out(params)}
+                lr, decay = setup.lr, setup.weight_decay
+                self.batched_grad.descend(params, x_k, y_k, lr, decay, **loss_out)
                 count.record(k, 1)  # the plain SGD step's one gradient
-                algorithm.after_step(k, params, ctx, active)
-                continue
-            if buffers is None:
-
-                def grad_at(p, x=x_k, y=y_k):
-                    return self.batched_grad(p, x, y)
-
             else:
-
-                def grad_at(p, x=x_k, y=y_k, active=active):
-                    return self.buffered(p, buffers, x, y, active)
-
-            direction = count.direction(algorithm, k, params, grad_at, ctx, setup, active)
-            if k < all_active:
-                params.sub_(direction, alpha=setup.lr)
-            else:  # clients that finished their steps stay where they are
-                params.addcmul_(direction, active, value=-setup.lr)
+                grad_at = self.gradient_at(x_k, y_k, buffers, active, losses)
+                direction = count.direction(algorithm, k, params, grad_at, ctx, setup, active)
+                if k < all_active:
+                    params.sub_(direction, alpha=setup.lr)
+                else:  # clients that finished their steps stay where they are
+                    params.addcmul_(direction, active, value=-setup.lr)
+            if losses is not None:
+                losses.end_step(None if k < all_active else active)
             algorithm.after_step(k, params, ctx, active)
         return params
+
+    def gradient_at(self, x, y, buffers, active, losses: TrainingLoss | None):
+        """The step's `grad_at(params)` on the minibatches x, y (and the running statistics
+        `buffers`); its first call writes the clients' losses into `losses`."""
+
+        def grad_at(p):
+            out = None if losses is None else losses.out(p)
+            loss_out = {} if out is None else {"loss_out": out}
+            if buffers is None:
+                return self.batched_grad(p, x, y, **loss_out)
+            return self.buffered(p, buffers, x, y, active, **loss_out)
+
+        return grad_at
 
     @torch.no_grad()
     def losses(
@@ -442,9 +492,10 @@ class SequentialExecutor:
         self.buffered_loss = buffered_loss
         self.eval_loss = eval_loss or loss_as_eval(loss)
 
-    def _grad(self, theta: torch.Tensor, xb, yb, buffers=None) -> torch.Tensor:
+    def _grad(self, theta: torch.Tensor, xb, yb, buffers=None, loss_out=None) -> torch.Tensor:
         """The gradient at `theta`; `buffers` (B,), if given, updated in place; random
-        layers draw from the client's generator (the one client of `draws`)."""
+        layers draw from the client's generator (the one client of `draws`); `loss_out`
+        (a 0-d tensor), if given, receives the loss."""
         theta = theta.detach().requires_grad_(True)
         with own_draws(self.draws, 0):
             if buffers is None:
@@ -453,6 +504,8 @@ class SequentialExecutor:
                 loss, updated = self.buffered_loss(theta, buffers, xb, yb)
                 buffers.copy_(updated)
         (g,) = torch.autograd.grad(loss, theta)
+        if loss_out is not None:
+            loss_out.copy_(loss.detach())
         return g
 
     def train(
@@ -463,6 +516,7 @@ class SequentialExecutor:
         batch_idx: torch.Tensor,
         buffers: torch.Tensor | None = None,
         count: GradientCount | None = None,
+        losses: TrainingLoss | None = None,
     ) -> torch.Tensor:
         m = batch_idx.shape[0]
         count = GradientCount() if count is None else count
@@ -475,17 +529,24 @@ class SequentialExecutor:
             theta = starts[i : i + 1]
             one = torch.ones((1, 1), dtype=theta.dtype, device=theta.device)
             own_buffers = None if buffers is None else buffers[i]  # a view: updated in place
+            own_losses = None if losses is None else losses.rows(slice(i, i + 1))
             if self.draws is not None:
                 self.draws.begin(own_setup, 1)
             for k in range(int(setup.steps[i])):
                 idx = batch_idx[i, k].to(self.device)
                 xb, yb = self.x[idx], self.y[idx]
 
-                def grad_at(p, xb=xb, yb=yb, own_buffers=own_buffers):
-                    return torch.stack([self._grad(row, xb, yb, own_buffers) for row in p])
+                def grad_at(p, xb=xb, yb=yb, own_buffers=own_buffers, own_losses=own_losses):
+                    out = None if own_losses is None else own_losses.out(p)
+                    return torch.stack([
+                        self._grad(row, xb, yb, own_buffers, None if out is None else out[0])
+                        for row in p
+                    ])  # fmt: skip
 
                 direction = count.direction(algorithm, k, theta, grad_at, own, own_setup, one)
                 theta = theta.sub(direction, alpha=setup.lr).detach()  # as the vectorised step
+                if own_losses is not None:
+                    own_losses.end_step()
                 algorithm.after_step(k, theta, own, one)
             finals.append(theta[0])
             for name, value in own.local.items():  # write the client's working state back

@@ -11,6 +11,7 @@ from fedjoule.algorithms.declarations import AlgorithmDeclaration
 from fedjoule.algorithms.executor import SequentialExecutor
 from fedjoule.algorithms.registry import algorithm_class, build_algorithm
 from fedjoule.algorithms.state import ServerState, updated
+from fedjoule.algorithms.train_loss import TrainingLoss
 from fedjoule.algorithms.work import GradientCount
 
 
@@ -25,6 +26,7 @@ class LocalResult:
     setup: RoundSetup
     buffers: torch.Tensor | None = None  # (m, B) running statistics after training
     gradients: GradientCount | None = None  # gradient evaluations per local step (work.py)
+    loss: torch.Tensor | None = None  # (m,) mean training loss over each client's steps
 
 
 def fabricate(
@@ -59,6 +61,7 @@ def train_clients(
     freeloader_model=None,
     buffers: torch.Tensor | None = None,
     compressor=None,
+    record_loss: bool = False,
 ) -> LocalResult:
     """Step 3 of a round: every selected client trains, in one executor call.
 
@@ -67,7 +70,8 @@ def train_clients(
     clients' (m, B) running statistics at the start (batch norm), updated by training.
     `compressor` (compression.Compressor): what the clients receive and what the server
     decodes from their uploads (docs/compression.md); its per-client rows (residuals, the
-    model each client holds) are client state like the algorithm's.
+    model each client holds) are client state like the algorithm's. `record_loss`: each
+    client's mean training loss over its steps into LocalResult.loss (train_loss.py).
     """
     device = state["w"].device
     names = algorithm.client_state + (compressor.state_names(algorithm) if compressor else ())
@@ -81,10 +85,11 @@ def train_clients(
     if compressor is not None:
         kept = compressor.downlink_step(algorithm, ctx, rows, client_ids, setup.round_index)
     count = GradientCount()
-    if buffers is None:
-        params = executor.train(algorithm, ctx, setup, batch_idx, count=count)
-    else:
-        params = executor.train(algorithm, ctx, setup, batch_idx, buffers=buffers, count=count)
+    extra = {} if buffers is None else {"buffers": buffers}
+    losses = TrainingLoss(len(client_ids), device) if record_loss else None
+    if losses is not None:
+        extra["losses"] = losses
+    params = executor.train(algorithm, ctx, setup, batch_idx, count=count, **extra)
     if freeloaders is not None and freeloaders.any():
         for i in freeloaders.nonzero().flatten().tolist():
             params[i] = freeloader_model(params[i])
@@ -95,7 +100,8 @@ def train_clients(
             algorithm, uploads, ctx, rows, client_ids, setup.round_index
         )
         updates = {**updates, **kept, **residuals}
-    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count)
+    loss = None if losses is None else losses.mean()
+    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count, loss)
 
 
 def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:

@@ -25,7 +25,7 @@ class Observation:
     battery_fraction: np.ndarray  # (n,) last reported state of charge 0..1 (1: mains)
     upload_rate_bps: np.ndarray  # (n,) mean rate of its last upload; nan before one
     round_time_s: np.ndarray  # (n,) dispatch to arrival of its last update; nan before
-    loss: np.ndarray  # (n,) its last reported training loss (root mean square); nan before
+    loss: np.ndarray  # (n,) its last reported mean training loss over its steps; nan before
     participations: np.ndarray  # (n,) int, updates it delivered so far
     age_rounds: np.ndarray  # (n,) int, rounds since it was last selected (r + 1: never)
     staleness_rounds: np.ndarray  # (n,) int, model versions its last update lagged by

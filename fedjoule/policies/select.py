@@ -114,10 +114,12 @@ def oort_exploration(round_index: int) -> float:
 
 def oort_utility(obs: Observation, preferred_round_time_s: float, alpha: float = OORT_ALPHA):
     """Oort's utility of each candidate (Lai et al., OSDI 2021, Algorithm 1): the
-    statistical utility |B_k| sqrt(mean of its sample losses^2) (n_samples x the reported
-    root-mean-square loss), plus sqrt(0.1 ln R / L_k) for a client last selected in round
-    L_k of R (1-based), times (T / t_k)^alpha when its last round time t_k exceeds the
-    preferred round time T. nan for a client never explored (no loss reported)."""
+    statistical utility |B_k| sqrt(mean of its sample losses^2), here n_samples x the
+    reported mean training loss (the engines report no per-sample losses; the mean is at
+    most their root mean square, docs/policies.md#the-training-loss), plus
+    sqrt(0.1 ln R / L_k) for a client last selected in round L_k of R (1-based), times
+    (T / t_k)^alpha when its last round time t_k exceeds the preferred round time T. nan
+    for a client never explored (no loss reported)."""
     rounds = obs.round_index + 1
     last = np.maximum(rounds - obs.age_rounds, 1)
     utility = obs.n_samples * obs.loss + np.sqrt(0.1 * math.log(rounds) / last)
@@ -170,9 +172,11 @@ def select_power_of_choice(
 ) -> np.ndarray:
     """Power-of-choice (Cho, Wang, Joshi, AISTATS 2022): d candidates sampled without
     replacement in proportion to their data fraction p_k = n_k / sum n, then the m of them
-    with the highest local loss win. The loss is the last reported one (the paper asks the
-    d candidates for their current loss); never reported counts as highest. d defaults to
-    2m here (the paper sweeps m <= d <= K)."""
+    with the highest local loss win. The loss is the last reported one, the mean of the
+    minibatch losses of the client's last local training (the paper's rpow-d; its pow-d
+    asks the d candidates for their loss at the current model); never reported counts as
+    highest, so unseen candidates go first. d defaults to 2m here (the paper sweeps
+    m <= d <= K)."""
     n = len(obs.client_id)
     p = obs.n_samples / obs.n_samples.sum()
     d = min(2 * m if d is None else d, np.count_nonzero(p))

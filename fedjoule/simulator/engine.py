@@ -212,8 +212,11 @@ class Simulation(RoundKernel):
             self.fabricate,
             buffers,
             world.compressor,
+            record_loss=self.policy_step is not None and self.policy_step.reads_loss,
         )
         self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
+        if result.loss is not None:  # sent with the updates (reaches the policy if they arrive)
+            self.policy_step.trained(selected, result.loss)
         return Trained(ids, setup, freeloaders, buffers, result)
 
     def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:

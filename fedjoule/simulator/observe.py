@@ -1,6 +1,7 @@
 """What the server knows of each client, kept round by round for a policy (docs/policies.md):
-its reported battery, last measured upload rate, round and communication time, its
-participation, age and staleness, and the channel state the scenario's policy.csi allows.
+its reported battery and training loss, last measured upload rate, round and communication
+time, its participation, age and staleness, and the channel state the scenario's policy.csi
+allows.
 
 Built only for a scenario with a policy (policy.is_default false); both engines update it
 when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_row), the
@@ -18,7 +19,8 @@ from fedjoule.simulator.transfers import typical_bandwidth_hz
 
 # the per-client arrays of a checkpoint (state_dict), in this order
 KEPT = ("battery_fraction", "upload_rate_bps", "round_time_s", "comm_time_s", "loss",
-        "participations", "last_selected", "staleness_rounds", "last_sinr_db")  # fmt: skip
+        "participations", "last_selected", "staleness_rounds", "last_sinr_db",
+        "sent_loss")  # fmt: skip
 
 
 def battery_fraction(battery_j: np.ndarray, capacity_j: np.ndarray) -> np.ndarray:
@@ -29,8 +31,8 @@ def battery_fraction(battery_j: np.ndarray, capacity_j: np.ndarray) -> np.ndarra
 
 class Observer:
     """Per client (arrays over the N clients) what a real server knows: reported with each
-    update or measured by the server when it arrives. The training loss is not reported by
-    the engines yet: it stays nan (oort and power-of-choice see every client unexplored)."""
+    update or measured by the server when it arrives. The training loss is recorded by the
+    learning engine for a loss-driven selector (PolicyStep.reads_loss), else it stays nan."""
 
     def __init__(self, world) -> None:
         self.world = world
@@ -41,7 +43,8 @@ class Observer:
         self.upload_rate_bps = np.full(n, np.nan)  # bits / airtime of its last upload
         self.round_time_s = np.full(n, np.nan)  # round start to its last arrival
         self.comm_time_s = np.full(n, np.nan)  # that round time less its computation
-        self.loss = np.full(n, np.nan)
+        self.loss = np.full(n, np.nan)  # mean training loss its last arrived update carried
+        self.sent_loss = np.full(n, np.nan)  # that of the update under way (train_loss.py)
         self.participations = np.zeros(n, dtype=int)  # updates delivered
         self.last_selected = np.full(n, -1, dtype=int)
         self.staleness_rounds = np.zeros(n, dtype=int)  # async, buffered (else 0)
@@ -163,6 +166,9 @@ class Observer:
         arrived = clients.outcome == "arrived"
         a = k[arrived]
         self.participations[a] += 1
+        reported = self.sent_loss[a]  # a lost update's loss never reaches the server
+        self.loss[a[~np.isnan(reported)]] = reported[~np.isnan(reported)]
+        self.sent_loss[k] = np.nan
         self.round_time_s[a] = clients.end_s[arrived] - start_s
         self.comm_time_s[a] = self.round_time_s[a] - clients.compute_time_s[arrived]
         if staleness is not None:
@@ -179,7 +185,10 @@ class Observer:
         return {name: getattr(self, name).copy() for name in KEPT}
 
     def load_state_dict(self, saved: dict) -> None:
+        """The kept arrays back; one a checkpoint predates keeps its value at time 0."""
         for name in KEPT:
+            if name not in saved:
+                continue
             value = saved[name]
             value = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
             setattr(self, name, value.copy())

@@ -220,7 +220,17 @@ class PolicyStep:
         rx_w = db_to_linear(snr_db) * noise * channel.uplink_bandwidth_hz  # p G |h|^2
         return Uplink(**common, rx_power_w=rx_w, noise_psd_w_per_hz=noise)
 
-    # ------------------------------------------------------------------ 7. observe
+    # ------------------------------------------------------------------ 4, 7. observe
+    @property
+    def reads_loss(self) -> bool:
+        """Whether the selector ranks clients by their training loss (the engine then
+        records it in training, train_loss.py)."""
+        return self.policy.select in LOSS_DRIVEN
+
+    def trained(self, clients: np.ndarray, loss) -> None:
+        """After step 4: each client's mean training loss, sent with its update."""
+        self.observer.sent_loss[np.asarray(clients)] = loss.cpu().numpy()
+
     def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
         """After the row is closed: what the server learnt this round (Observer.record;
         `measure` False: a protocol measured its clients, `measure`)."""

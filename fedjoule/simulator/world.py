@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.func import grad, vmap
 
 from fedjoule.algorithms.base import Algorithm, RoundSetup
 from fedjoule.algorithms.compression import Compressor, payload_bits
@@ -17,6 +16,7 @@ from fedjoule.algorithms.executor import (
     LoopGradient,
     SequentialExecutor,
     VectorisedExecutor,
+    VmapGradient,
     draws_random_numbers,
 )
 from fedjoule.algorithms.registry import build_algorithm
@@ -120,15 +120,12 @@ def make_executor(
     per_client = kind == "vectorised" and (loop or random)
     draws = ClientDraws(seed, device, batched=not per_client) if random else None
     randomness = "different" if random else "error"
-    batched = vmap(grad(model.loss), randomness=randomness)
-    if kind == "compiled":
-        fast = torch.compile(batched)
     if kind == "vectorised":
         fast = None if random else DenseGradient.build(model)
         if fast is None and per_client:
             fast = LoopGradient(model.loss, draws)
     if fast is None:
-        fast = batched
+        fast = VmapGradient(model.loss, randomness, compiled=kind == "compiled")
     if random and not per_client:
         fast = DrawnTogether(fast, draws)
     buffered = BufferedGradient(buffered_loss, per_client, draws) if buffered_loss else None
