@@ -172,13 +172,13 @@ FIELDS = ("time_to_target_s", "energy_to_target_j", "updates_to_target", "rounds
           "deadline_fraction")  # fmt: skip
 
 
-def tabulate(runs: list[dict]) -> dict:
+def tabulate(runs: list[dict], fields: tuple[str, ...]) -> dict:
     """Per arm: how many seeds reached the target, and each field's mean and 95 % CI."""
     table = {}
     for arm in dict.fromkeys(r["arm"] for r in runs):
         mine = [r for r in runs if r["arm"] == arm]
         row = {"reached": sum(r["reached"] for r in mine), "seeds": len(mine)}
-        for field in FIELDS:
+        for field in fields:
             values = [r[field] for r in mine if r[field] is not None]
             row[field] = {**describe(values), "values": values}
         table[arm] = row
@@ -196,28 +196,24 @@ def paired(runs: list[dict], arm: str, baseline: str, field: str) -> dict:
             "relative": describe([(a - b) / b for a, b in pairs if b])}  # fmt: skip
 
 
-def comparisons(runs: list[dict]) -> dict:
+def comparisons(runs: list[dict], early: int) -> dict:
     """The paired differences the questions (i) to (iv) read."""
     arms_run = {r["arm"] for r in runs}
     out = {}
     for level in ("low", "high"):
-        for name in ("round-robin", "proportional-fair"):
-            arm, base = f"{name}@{level}", f"random@{level}"
+        for arm, base in (("proportional-fair", "random"), ("proportional-fair", "round-robin"),
+                          ("round-robin", "random")):  # fmt: skip
+            arm, base = f"{arm}@{level}", f"{base}@{level}"
             if arm in arms_run and base in arms_run:
-                for field in ("final_accuracy", "rounds_to_target"):
+                for field in (f"accuracy_at_round_{early}", "final_accuracy", "rounds_to_target"):
                     out[f"{arm} vs {base}: {field}"] = paired(runs, arm, base, field)
-        if {f"proportional-fair@{level}", f"round-robin@{level}"} <= arms_run:
-            out[f"proportional-fair@{level} vs round-robin@{level}: final_accuracy"] = paired(
-                runs, f"proportional-fair@{level}", f"round-robin@{level}", "final_accuracy"
-            )
-    for field in ("time_to_target_s", "energy_to_target_j"):
-        out[f"oort vs random: {field}"] = paired(runs, "oort", "random", field)
-    for field in ("energy_to_target_j", "time_to_target_s", "energy_compute_j"):
-        out[f"random+dvfs vs random: {field}"] = paired(runs, "random+dvfs", "random", field)
-    for name in SELECTORS[1:]:
-        out[f"{name} vs random: worst_client_accuracy"] = paired(
-            runs, name, "random", "worst_client_accuracy"
-        )
+    wanted = [("oort", f) for f in ("time_to_target_s", "energy_to_target_j")]
+    wanted += [("random+dvfs", f) for f in ("energy_to_target_j", "time_to_target_s",
+                                            "energy_compute_j")]  # fmt: skip
+    wanted += [(name, "worst_client_accuracy") for name in SELECTORS[1:]]
+    for arm, field in wanted:
+        if {arm, "random"} <= arms_run:
+            out[f"{arm} vs random: {field}"] = paired(runs, arm, "random", field)
     return out
 
 
@@ -319,8 +315,8 @@ def markdown(saved: dict) -> str:
         f"benchmarks/results/policies_study.json, written by benchmarks/policies_study.py.*",
         "",
         "| arm | reached | time to target (s) | device energy to target (J) | updates to target "
-        "| worst-client accuracy | Jain, selections | Jain, energy | outage |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| worst-client accuracy | Jain, selections | Jain, energy | outage | deadline drops |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, row in table.items():
         if "@" in arm:
@@ -329,15 +325,31 @@ def markdown(saved: dict) -> str:
         lines.append(f"| {arm}{mark} | {row['reached']}/{row['seeds']} | " + " | ".join(
             cell(row[f]) for f in ("time_to_target_s", "energy_to_target_j", "updates_to_target",
                                    "worst_client_accuracy", "jain_participation", "jain_energy",
-                                   "outage_fraction")) + " |")  # fmt: skip
-    lines += ["", "| arm | SINR threshold (dB) | reached | rounds to target | final accuracy "
-              "| outage |", "|---|---|---|---|---|---|"]  # fmt: skip
+                                   "outage_fraction", "deadline_fraction")) + " |")  # fmt: skip
+    if not s.get("real_losses"):
+        lines += [
+            "",
+            "† runs without per-client training losses (the observation's loss is "
+            "unknown): Oort only explores, power-of-choice ranks its candidates by id.",
+        ]
+    early = early_round(s)
+    lines += [
+        "",
+        f"| arm | SINR threshold (dB) | reached | rounds to target | accuracy after "
+        f"{early} rounds | final accuracy | outage |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for arm, row in table.items():
         if "@" in arm:
             db = s["low_db"] if arm.endswith("@low") else s["high_db"]
-            lines.append(f"| {arm} | {db:g} | {row['reached']}/{row['seeds']} | " + " | ".join(
-                cell(row[f]) for f in ("rounds_to_target", "final_accuracy", "outage_fraction"))
-                + " |")  # fmt: skip
+            fields = (
+                "rounds_to_target",
+                f"accuracy_at_round_{early}",
+                "final_accuracy",
+                "outage_fraction",
+            )
+            lines.append(f"| {arm} | {db:g} | {row['reached']}/{row['seeds']} | "
+                         + " | ".join(cell(row[f]) for f in fields) + " |")  # fmt: skip
     lines += ["", "| comparison (paired by seed) | difference | relative |", "|---|---|---|"]
     for name, d in saved["comparisons"].items():
         rel = d["relative"]
@@ -345,7 +357,77 @@ def markdown(saved: dict) -> str:
             "—" if rel["mean"] is None else f"{100 * rel['mean']:+.1f} % ± {100 * _ci(rel):.1f}"
         )
         lines.append(f"| {name} | {cell(d['diff'], '+.3g')} | {rel_text} |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *answers(saved)])
+
+
+def _pm(d: dict, digits: str = "+.3g", unit: str = "") -> str:
+    """A paired difference as 'mean ± CI unit (relative %)'."""
+    diff, rel = d["diff"], d["relative"]
+    if diff["mean"] is None:
+        return "— (no seed where both have a value)"
+    text = f"{diff['mean']:{digits}} ± {_ci(diff):.2g}{unit}"
+    if rel["mean"] is not None:
+        text += f" ({100 * rel['mean']:+.1f} % ± {100 * _ci(rel):.1f})"
+    return text
+
+
+def answers(saved: dict) -> list[str]:
+    """The numbers each of the questions (i) to (iv) reads, one bullet each."""
+    s, table, c = saved["settings"], saved["table"], saved["comparisons"]
+    early = early_round(s)
+    acc = f"accuracy_at_round_{early}"
+    lines = []
+    for level, db in (("high", s["high_db"]), ("low", s["low_db"])):
+        means = ", ".join(
+            f"{name} {cell(table[f'{name}@{level}'][acc])}"
+            for name in ("random", "round-robin", "proportional-fair")
+            if f"{name}@{level}" in table
+        )
+        pairs = "; ".join(
+            f"{a} − {b} {_pm(c[f'{a}@{level} vs {b}@{level}: {acc}'])}"
+            for a, b in (
+                ("proportional-fair", "random"),
+                ("proportional-fair", "round-robin"),
+                ("round-robin", "random"),
+            )  # fmt: skip
+            if f"{a}@{level} vs {b}@{level}: {acc}" in c
+        )
+        if means:
+            lines.append(f"- (i) {level} threshold ({db:g} dB), test accuracy after {early} "
+                         f"rounds: {means}. Paired: {pairs}.")  # fmt: skip
+    if "oort vs random: time_to_target_s" in c:
+        lines.append(
+            f"- (ii) oort − random, time to target: "
+            f"{_pm(c['oort vs random: time_to_target_s'], unit=' s')}; energy to "
+            f"target: {_pm(c['oort vs random: energy_to_target_j'], unit=' J')}."
+        )
+    key = "random+dvfs vs random"
+    if f"{key}: energy_to_target_j" in c:
+        per_class = _per_class(saved["runs"])
+        lines.append(
+            f"- (iii) DVFS to the deadline − fixed frequency (random selection): device energy "
+            f"to target {_pm(c[f'{key}: energy_to_target_j'], unit=' J')}; time to target "
+            f"{_pm(c[f'{key}: time_to_target_s'], unit=' s')}; compute energy over the run "
+            f"{_pm(c[f'{key}: energy_compute_j'], unit=' J')}. Compute energy per class (mean "
+            f"over the seeds, fixed → DVFS): {per_class}."
+        )
+    worst = "; ".join(
+        f"{name} {_pm(c[f'{name} vs random: worst_client_accuracy'])}"
+        for name in SELECTORS[1:]
+        if f"{name} vs random: worst_client_accuracy" in c
+    )
+    lines.append(f"- (iv) final worst-client accuracy, each selector − random: {worst}.")
+    return lines
+
+
+def _per_class(runs: list[dict]) -> str:
+    def mean(arm: str, name: str) -> float:
+        values = [r["energy_compute_j_per_class"][name] for r in runs if r["arm"] == arm]
+        return sum(values) / len(values)
+
+    classes = next(r["energy_compute_j_per_class"] for r in runs if r["arm"] == "random")
+    return ", ".join(f"{name} {mean('random', name):.3g} → {mean('random+dvfs', name):.3g} J"
+                     for name in classes)  # fmt: skip
 
 
 def write_docs(saved: dict) -> None:
@@ -371,8 +453,27 @@ def study(args, chosen: list[str] | None = None, base_extra: dict | None = None)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     settings["real_losses"] = False  # the learning engine reports no per-client loss yet
     settings["arms"] = {a: plan[a] for a in dict.fromkeys(r["arm"] for r in runs)}
-    return {"settings": settings, "table": tabulate(runs), "comparisons": comparisons(runs),
-            "runs": runs}  # fmt: skip
+    return summarise(settings, runs)
+
+
+def summarise(settings: dict, runs: list[dict]) -> dict:
+    """The saved dictionary: settings, per-arm table, paired comparisons and the runs; the
+    accuracy after a quarter of the round budget is taken from each run's curve."""
+    early = early_round(settings)
+    for r in runs:
+        curve = r["accuracy_curve"][:early]
+        r[f"accuracy_at_round_{early}"] = curve[-1] if len(curve) == early else None
+    return {
+        "settings": settings,
+        "table": tabulate(runs, (*FIELDS, f"accuracy_at_round_{early}")),
+        "comparisons": comparisons(runs, early),
+        "runs": runs,
+    }
+
+
+def early_round(settings: dict) -> int:
+    """A quarter of the round budget: where (i) compares accuracies before they saturate."""
+    return max(settings["rounds"] // 4, 1)
 
 
 def main() -> None:
@@ -405,11 +506,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.replot:
         saved = json.loads((RESULTS / "policies_study.json").read_text())
+        saved = summarise(saved["settings"], saved["runs"])
     else:
         if args.quick:
             args.seeds, args.size, args.rounds, args.hidden, args.target = 2, 20, 6, 16, 0.5
         saved = study(args, args.arms.split(",") if args.arms else None)
-        path = save_results("policies_study_quick" if args.quick else "policies_study", saved)
+        name = "policies_study_quick" if args.quick else "policies_study"
+        path = save_results(name, saved, args.out if args.quick else RESULTS)
         print(f"results in {path}")
     if args.quick:
         plots(saved, args.out)
