@@ -126,6 +126,10 @@ def jain(values: list[float]) -> float | None:
     return total * total / (len(values) * squares) if squares > 0 else None
 
 
+KINDS = ("energy_compute_j", "energy_tx_j", "energy_rx_j", "energy_radio_promotion_j",
+         "energy_radio_tail_j", "energy_idle_j", "energy_end_of_run_tail_j")  # fmt: skip
+
+
 def per_class(clients: list[dict], field: str) -> dict[str, float]:
     """A clients.csv column summed per device class."""
     out: dict[str, float] = {}
@@ -161,6 +165,7 @@ def one(arm: str, sets: dict, seed: int, base: dict, out: Path) -> dict:
         "outage_fraction": s["dropped_outage"] / max(s["selected_total"], 1),
         "deadline_fraction": s["dropped_deadline"] / max(s["selected_total"], 1),
         "energy_compute_j_per_class": per_class(clients, "energy_compute_j"),
+        "energy_j_per_kind": {k: s[k] for k in KINDS},
         "wall_s": time.perf_counter() - tic,
         "accuracy_curve": [r["accuracy"] for r in rounds],
     }
@@ -297,12 +302,20 @@ def plots(saved: dict, folder: Path) -> list[Path]:
     ]  # fmt: skip
 
 
+def num(x: float, spec: str = ".3g") -> str:
+    """x to 3 significant digits, without an exponent for |x| in [1e-4, 1e6); round-off
+    below 1e-12 shows as 0."""
+    x = 0.0 if abs(x) < 1e-12 else x
+    text = f"{x:{spec}}"
+    return f"{x:{'+' if spec.startswith('+') else ''}.0f}" if "e+" in text else text
+
+
 def cell(d: dict | None, digits: str = ".3g") -> str:
     if not d or d["mean"] is None:
         return "—"
     ci = d.get("ci95")
-    return f"{d['mean']:{digits}}" + (
-        f" ± {ci:.2g}" if ci is not None and math.isfinite(ci) else ""
+    return num(d["mean"], digits) + (
+        f" ± {num(ci, '.2g')}" if ci is not None and math.isfinite(ci) else ""
     )
 
 
@@ -365,7 +378,7 @@ def _pm(d: dict, digits: str = "+.3g", unit: str = "") -> str:
     diff, rel = d["diff"], d["relative"]
     if diff["mean"] is None:
         return "— (no seed where both have a value)"
-    text = f"{diff['mean']:{digits}} ± {_ci(diff):.2g}{unit}"
+    text = f"{num(diff['mean'], digits)} ± {num(_ci(diff), '.2g')}{unit}"
     if rel["mean"] is not None:
         text += f" ({100 * rel['mean']:+.1f} % ± {100 * _ci(rel):.1f})"
     return text
@@ -409,25 +422,29 @@ def answers(saved: dict) -> list[str]:
             f"to target {_pm(c[f'{key}: energy_to_target_j'], unit=' J')}; time to target "
             f"{_pm(c[f'{key}: time_to_target_s'], unit=' s')}; compute energy over the run "
             f"{_pm(c[f'{key}: energy_compute_j'], unit=' J')}. Compute energy per class (mean "
-            f"over the seeds, fixed → DVFS): {per_class}."
+            f"over the seeds, fixed → DVFS): {per_class}. Device energy over the run per kind: "
+            f"{_per_class(saved['runs'], 'energy_j_per_kind')}."
         )
     worst = "; ".join(
         f"{name} {_pm(c[f'{name} vs random: worst_client_accuracy'])}"
         for name in SELECTORS[1:]
         if f"{name} vs random: worst_client_accuracy" in c
     )
-    lines.append(f"- (iv) final worst-client accuracy, each selector − random: {worst}.")
+    if worst:
+        lines.append(f"- (iv) final worst-client accuracy, each selector − random: {worst}.")
     return lines
 
 
-def _per_class(runs: list[dict]) -> str:
+def _per_class(runs: list[dict], field: str = "energy_compute_j_per_class") -> str:
+    """Each key of a per-run dictionary, mean over the seeds: random → random+dvfs."""
+
     def mean(arm: str, name: str) -> float:
-        values = [r["energy_compute_j_per_class"][name] for r in runs if r["arm"] == arm]
+        values = [r[field][name] for r in runs if r["arm"] == arm]
         return sum(values) / len(values)
 
-    classes = next(r["energy_compute_j_per_class"] for r in runs if r["arm"] == "random")
-    return ", ".join(f"{name} {mean('random', name):.3g} → {mean('random+dvfs', name):.3g} J"
-                     for name in classes)  # fmt: skip
+    names = next(r[field] for r in runs if r["arm"] == "random")
+    return ", ".join(f"{name} {num(mean('random', name))} → {num(mean('random+dvfs', name))} J"
+                     for name in names)  # fmt: skip
 
 
 def write_docs(saved: dict) -> None:
@@ -506,7 +523,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.replot:
         saved = json.loads((RESULTS / "policies_study.json").read_text())
-        saved = summarise(saved["settings"], saved["runs"])
+        saved = summarise(saved["settings"], saved["runs"])  # the tables of this version
+        save_results("policies_study", saved)
     else:
         if args.quick:
             args.seeds, args.size, args.rounds, args.hidden, args.target = 2, 20, 6, 16, 0.5
