@@ -328,8 +328,9 @@ def markdown(saved: dict) -> str:
         f"benchmarks/results/policies_study.json, written by benchmarks/policies_study.py.*",
         "",
         "| arm | reached | time to target (s) | device energy to target (J) | updates to target "
-        "| worst-client accuracy | Jain, selections | Jain, energy | outage | deadline drops |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| worst-client accuracy | Jain, selections | Jain, energy | outage | deadline drops "
+        "| radio tail share |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, row in table.items():
         if "@" in arm:
@@ -338,7 +339,8 @@ def markdown(saved: dict) -> str:
         lines.append(f"| {arm}{mark} | {row['reached']}/{row['seeds']} | " + " | ".join(
             cell(row[f]) for f in ("time_to_target_s", "energy_to_target_j", "updates_to_target",
                                    "worst_client_accuracy", "jain_participation", "jain_energy",
-                                   "outage_fraction", "deadline_fraction")) + " |")  # fmt: skip
+                                   "outage_fraction", "deadline_fraction", "tail_share"))
+                     + " |")  # fmt: skip
     if not s.get("real_losses"):
         lines += [
             "",
@@ -370,7 +372,10 @@ def markdown(saved: dict) -> str:
             "—" if rel["mean"] is None else f"{100 * rel['mean']:+.1f} % ± {100 * _ci(rel):.1f}"
         )
         lines.append(f"| {name} | {cell(d['diff'], '+.3g')} | {rel_text} |")
-    return "\n".join([*lines, "", *answers(saved)])
+    intro = ("### Answers\n\nThe numbers each question reads (a paired difference is arm − "
+             "baseline seed by seed, mean ± 95 % CI over the seeds, relative difference in "
+             "brackets):")  # fmt: skip
+    return "\n".join([*lines, "", intro, "", *answers(saved)])
 
 
 def _pm(d: dict, digits: str = "+.3g", unit: str = "") -> str:
@@ -480,9 +485,11 @@ def summarise(settings: dict, runs: list[dict]) -> dict:
     for r in runs:
         curve = r["accuracy_curve"][:early]
         r[f"accuracy_at_round_{early}"] = curve[-1] if len(curve) == early else None
+        kinds = r.get("energy_j_per_kind")  # the radio's tail: its share of device energy
+        r["tail_share"] = kinds["energy_radio_tail_j"] / r["energy_total_j"] if kinds else None
     return {
         "settings": settings,
-        "table": tabulate(runs, (*FIELDS, f"accuracy_at_round_{early}")),
+        "table": tabulate(runs, (*FIELDS, f"accuracy_at_round_{early}", "tail_share")),
         "comparisons": comparisons(runs, early),
         "runs": runs,
     }
