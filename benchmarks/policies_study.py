@@ -1,5 +1,6 @@
-"""Who takes part and at what CPU frequency, on one interference-limited deployment (issue
-29, docs/policies.md#study): every built-in selector, DVFS to the deadline, and random,
+"""Who takes part, at what CPU frequency and for how many local steps, on one
+interference-limited deployment (issue 29, docs/policies.md#study): every built-in selector,
+DVFS and local steps to the deadline, and random,
 round robin and proportional fair at a low and a high SINR threshold; time, device energy
 and client updates to a target accuracy, worst-client accuracy and Jain's fairness indices,
 with 95 % CIs over seeds. Writes benchmarks/results/policies_study.json, the docs' plots
@@ -18,8 +19,8 @@ CPU with a DVFS range); MNIST split Dirichlet(0.3), an MLP, FedAvg.
     FEDJOULE_DATA_DIR=../shared/datasets .venv/bin/python benchmarks/policies_study.py --quick
     .venv/bin/python benchmarks/policies_study.py --replot   # docs from the saved JSON
 
-The full study (15 arms x 5 seeds) takes about 20 minutes on 2 shared cores; `--quick`
-(2 seeds, 20 clients, 6 rounds) writes only under --out and policies_study_quick.json.
+The full study (16 arms x 5 seeds) takes 6 to 15 minutes on 2 shared cores; `--quick`
+(2 seeds, 20 clients, 6 rounds) and `--arms a,b` (a subset) write only under --out.
 """
 
 import argparse
@@ -109,6 +110,8 @@ def arms(args) -> dict[str, dict]:
     }
     out = {name: {"group": "selectors", "set": {**mid, **sets}} for name, sets in policy.items()}
     out["random+dvfs"] = {"group": "dvfs", "set": {**mid, "policy.frequency": "deadline"}}
+    steps = {**mid, "policy.steps": "deadline", "policy.max_steps": args.max_steps}
+    out["random+steps"] = {"group": "steps", "set": steps}
     for level, db in (("low", args.low_db), ("high", args.high_db)):
         for name in ("random", "round-robin", "proportional-fair"):
             sets = {
@@ -215,6 +218,8 @@ def comparisons(runs: list[dict], early: int) -> dict:
     wanted = [("oort", f) for f in ("time_to_target_s", "energy_to_target_j")]
     wanted += [("random+dvfs", f) for f in ("energy_to_target_j", "time_to_target_s",
                                             "energy_compute_j")]  # fmt: skip
+    wanted += [("random+steps", f) for f in ("time_to_target_s", "energy_to_target_j",
+                                             "updates_to_target")]  # fmt: skip
     wanted += [(name, "worst_client_accuracy") for name in SELECTORS[1:]]
     for arm, field in wanted:
         if {arm, "random"} <= arms_run:
@@ -430,6 +435,14 @@ def answers(saved: dict) -> list[str]:
             f"over the seeds, fixed → DVFS): {per_class}. Device energy over the run per kind: "
             f"{_per_class(saved['runs'], 'energy_j_per_kind')}."
         )
+    key = "random+steps vs random"
+    if f"{key}: time_to_target_s" in c:
+        lines.append(
+            f"- Local steps to the deadline (at most {s.get('max_steps')}) − fixed steps (random "
+            f"selection): time to target {_pm(c[f'{key}: time_to_target_s'], unit=' s')}; "
+            f"device energy to target {_pm(c[f'{key}: energy_to_target_j'], unit=' J')}; "
+            f"updates to target {_pm(c[f'{key}: updates_to_target'])}."
+        )
     worst = "; ".join(
         f"{name} {_pm(c[f'{name} vs random: worst_client_accuracy'])}"
         for name in SELECTORS[1:]
@@ -519,6 +532,7 @@ def main() -> None:
     parser.add_argument(
         "--oort-t-s", type=float, default=1.0, help="Oort's preferred round time T (s)"
     )
+    parser.add_argument("--max-steps", type=int, default=40, help="steps=deadline's maximum")
     parser.add_argument("--arms", default=None, help="comma-separated subset of the arms")
     parser.add_argument("--quick", action="store_true", help="a smoke test: 2 seeds, tiny")
     parser.add_argument("--out", type=Path, default=Path("runs/policies-study"))
@@ -528,6 +542,7 @@ def main() -> None:
         help="only redraw the plots and the docs tables from the saved JSON",
     )
     args = parser.parse_args()
+    partial = args.quick or args.arms  # a smoke test or a subset: kept under --out only
     if args.replot:
         saved = json.loads((RESULTS / "policies_study.json").read_text())
         saved = summarise(saved["settings"], saved["runs"])  # the tables of this version
@@ -537,14 +552,11 @@ def main() -> None:
             args.seeds, args.size, args.rounds, args.hidden, args.target = 2, 20, 6, 16, 0.5
         saved = study(args, args.arms.split(",") if args.arms else None)
         name = "policies_study_quick" if args.quick else "policies_study"
-        path = save_results(name, saved, args.out if args.quick else RESULTS)
+        path = save_results(name, saved, args.out if partial else RESULTS)
         print(f"results in {path}")
-    if args.quick:
-        plots(saved, args.out)
-        print(markdown(saved))
-        return
-    plots(saved, IMAGES)
-    write_docs(saved)
+    plots(saved, args.out if partial else IMAGES)
+    if not partial:
+        write_docs(saved)
     print(markdown(saved))
 
 

@@ -30,7 +30,7 @@ def test_jain_closed_forms(study_module):
 def test_study_core_on_a_tiny_deployment(study_module, tmp_path):
     args = argparse.Namespace(
         seeds=2, size=4, rounds=2, hidden=4, target=0.3, threshold_db=0.0, low_db=-10.0,
-        high_db=10.0, deadline_s=2.0, oort_t_s=1.0, out=tmp_path,
+        high_db=10.0, deadline_s=2.0, oort_t_s=1.0, max_steps=10, out=tmp_path,
     )  # fmt: skip
     tiny = {"dataset.name": "synthetic", "dataset.partition": "iid",
             "training.clients_per_round": 2}  # fmt: skip
