@@ -486,7 +486,7 @@ def study(args, chosen: list[str] | None = None, base_extra: dict | None = None)
             runs.append(run)
             print(json.dumps({k: v for k, v in run.items() if k != "accuracy_curve"}), flush=True)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    settings["real_losses"] = False  # the learning engine reports no per-client loss yet
+    settings["real_losses"] = True  # each update reports its training loss (train_loss.py)
     settings["arms"] = {a: plan[a] for a in dict.fromkeys(r["arm"] for r in runs)}
     return summarise(settings, runs)
 
