@@ -21,18 +21,18 @@ LAYERS = [
     ("command line | Python API", "cli.py, cli_views.py | api.py, api_views.py"),
     ("commands", "commands/: run, sweep, plan, capacity, validate, report"),
     ("studies", "planning/: sweep, plan (replay), capacity; seeds.py"),
-    ("engines", "simulator/: the round kernel (round.py), protocols/, engine.py,\n"
-     "system_simpy.py (SimPy), system.py (numpy)"),
+    ("engines", "simulator/: the round kernel (round.py), protocols/, policy_step.py,\n"
+     "engine.py, system_simpy.py (SimPy), system.py (numpy)"),
     ("models", "devices/ (compute, radio, battery), channel/, algorithms/ + executor,\n"
-     "models/, data/"),
+     "models/, data/, policies/ (selectors, allocators)"),
     ("one list each", "energy_kinds.py, scenarios/ (schema), plugins.py, rng.py"),
 ]  # fmt: skip
 
 # the named steps of simulator/round.py, with what flows between them
 STEPS = [
     ("1 online", "clients online, above their battery threshold"),
-    ("2 select", "the round's clients (uniform, or the algorithm's weights)"),
-    ("3 allocate", "band share, power, CPU frequency, local steps"),
+    ("2 select", "the round's clients (uniform, the algorithm's weights, a policy)"),
+    ("3 allocate", "band share, CPU frequency, local steps (a policy's or fixed)"),
     ("4 train", "one batched executor call: every client's K steps"),
     ("5 transfer", "SimPy processes: downlink, compute, uplink"),
     ("6 aggregate", "the arrived uploads into the model"),
