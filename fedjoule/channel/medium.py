@@ -1,5 +1,6 @@
-"""The shared uplink as a SimPy object: FDMA processor sharing, TDMA and OFDMA queues, and a
-client's own fixed band (a policy's allocation).
+"""The shared uplink as a SimPy object: FDMA processor sharing (equal, or weighted by a
+policy's shares), TDMA and OFDMA queues, and a client's own fixed band (a policy's OFDMA
+blocks, a TDMA turn).
 
 Every medium has the same interface. Inside a client process::
 
@@ -55,15 +56,18 @@ def _check_bits(bits: float) -> float:
 class _Transfer:
     """One transmitter's state on the FDMA medium."""
 
-    __slots__ = ("bits", "link", "remaining_bits", "rate_bps", "done", "on_rate")
+    __slots__ = ("bits", "link", "remaining_bits", "rate_bps", "done", "on_rate", "weight")
 
-    def __init__(self, bits: float, link: Link, done: simpy.Event, on_rate=None) -> None:
+    def __init__(
+        self, bits: float, link: Link, done: simpy.Event, on_rate=None, weight=None
+    ) -> None:
         self.bits = bits
         self.link = link
         self.remaining_bits = bits
         self.rate_bps = 0.0
         self.done = done
         self.on_rate = on_rate  # called with the new rate whenever it changes
+        self.weight = weight  # a policy's share (None: equal processor sharing)
 
 
 class RateSharing:
@@ -137,12 +141,15 @@ class RateSharing:
 
 
 class FdmaMedium(RateSharing):
-    """Band `bandwidth_hz` split equally among the transmitters active at each moment.
+    """Band `bandwidth_hz` split among the transmitters active at each moment.
 
     Exact processor sharing: with n active transmitters each sends at
-    `link.rate_bps(bandwidth_hz / n)`; on every join, finish or abort the remaining
-    bits are brought up to date, the rates recomputed and one wake-up timer re-armed
-    for the next finish.
+    `link.rate_bps(bandwidth_hz / n)`; with a policy's weights w_k (transmit's `weight`),
+    generalised processor sharing (Parekh & Gallager, IEEE/ACM ToN 1993): each sends at
+    `link.rate_bps(bandwidth_hz * w_k / sum of the active w_j)`, so the band a finished
+    client frees goes to the others. On every join, finish or abort the remaining bits are
+    brought up to date, the rates recomputed and one wake-up timer re-armed for the next
+    finish.
     """
 
     def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
@@ -167,19 +174,21 @@ class FdmaMedium(RateSharing):
         link: Link,
         on_start: Callable[[], None] | None = None,
         on_rate: Callable[[float], None] | None = None,
+        weight: float | None = None,
     ) -> Generator[simpy.Event, Any, float]:
         """Send `bits` over `link`; returns the airtime, raises TransmissionAborted.
 
         `on_start` is called when sending begins (at once: FDMA has no queue), `on_rate`
         with the transfer's rate at its start and at every change (a measured radio's power
-        depends on it)."""
+        depends on it); `weight`: the transfer's weight in the sharing (None: equal; a cell
+        mixes no None with weights)."""
         bits = _check_bits(bits)
         start_s = self.env.now
         if bits == 0:
             return 0.0
         if on_start is not None:
             on_start()
-        transfer = _Transfer(bits, link, self.env.event(), on_rate)
+        transfer = _Transfer(bits, link, self.env.event(), on_rate, weight)
         self._join(transfer)
         try:
             yield transfer.done
@@ -191,8 +200,23 @@ class FdmaMedium(RateSharing):
         return self.env.now - start_s
 
     def _rates(self) -> list[float]:
+        if self._transfers[0].weight is not None:  # weighted: B w_k / sum_j w_j
+            total = sum(transfer.weight for transfer in self._transfers)
+            return [t.link.rate_bps(self.bandwidth_hz * t.weight / total) for t in self._transfers]
         share_hz = self.bandwidth_hz / len(self._transfers)
         return [transfer.link.rate_bps(share_hz) for transfer in self._transfers]
+
+
+class Weighted:
+    """One client's access to its cell's FdmaMedium with a policy's weight (its share s_k
+    of the band, or s_k B): the medium's transmit with that weight."""
+
+    def __init__(self, medium: FdmaMedium, weight: float) -> None:
+        self.medium, self.weight = medium, float(weight)
+
+    def transmit(self, bits, link: Link, on_start=None, on_rate=None):
+        """FdmaMedium.transmit with this client's weight."""
+        return self.medium.transmit(bits, link, on_start, on_rate, weight=self.weight)
 
 
 def finished_now(transfers: list) -> list:
@@ -289,9 +313,9 @@ class OfdmaMedium(_QueuedMedium):
 
 
 class OwnBand(_QueuedMedium):
-    """One client's own fixed band `bandwidth_hz`, a policy's allocation (FDMA: its share of
-    the cell's band; OFDMA: its resource blocks): it sends at link.rate_bps(bandwidth_hz)
-    for its whole upload, whoever else joins or finishes; nobody else uses it."""
+    """One client's own fixed band `bandwidth_hz`, a policy's allocation (OFDMA: its
+    resource blocks; TDMA: the whole band in its turn, InTurn): it sends at
+    link.rate_bps(bandwidth_hz) for its whole upload, whoever else joins or finishes."""
 
     def __init__(self, env: simpy.Environment, bandwidth_hz: float) -> None:
         super().__init__(env, bandwidth_hz, 1)
@@ -358,7 +382,7 @@ class InTurn:
         self.order.pass_turn(self.rank)
 
 
-Medium = FdmaMedium | TdmaMedium | OfdmaMedium | OwnBand | InTurn
+Medium = FdmaMedium | TdmaMedium | OfdmaMedium | OwnBand | InTurn | Weighted
 
 
 def make_medium(

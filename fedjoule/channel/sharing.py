@@ -1,6 +1,7 @@
-"""The shared uplink of one cell solved without SimPy: FDMA processor sharing as a sweep over
-joins and finishes, TDMA/OFDMA as a FIFO multi-server queue, each client on its own band (a
-policy's allocation); same rules as medium.py.
+"""The shared uplink of one cell solved without SimPy: FDMA processor sharing (equal, or
+weighted by a policy's shares) as a sweep over joins and finishes, TDMA/OFDMA as a FIFO
+multi-server queue, each client on its own band (a policy's OFDMA blocks or TDMA turn); same
+rules as medium.py.
 
 Every client arrives at the medium at `join_s` with up to `n_attempts` uploads of `bits`
 each (attempt j at its own rate); it transmits at `tx_power_w` while sending; it is
@@ -40,9 +41,10 @@ class UplinkClients:
     # faster on average is charged at this rate (devices/radio.charged_bits) and counted
     max_bps: np.ndarray | None = None
 
-    def rate_bps(self, clients: np.ndarray, attempts: np.ndarray, share_hz: float) -> np.ndarray:
+    def rate_bps(self, clients: np.ndarray, attempts: np.ndarray, share_hz) -> np.ndarray:
         """Shannon rate b log2(1 + SNR(b)) of each client's current attempt on `share_hz`
-        (b r at a fixed spectral efficiency r, as link.Link.rate_bps)."""
+        (one band for all, or one per client; b r at a fixed spectral efficiency r, as
+        link.Link.rate_bps)."""
         if self.fixed_se_bps_per_hz is not None:
             return np.full(len(clients), share_hz * self.fixed_se_bps_per_hz)
         if self.snr_fixed is not None:
@@ -96,11 +98,15 @@ def _battery_stops(c: UplinkClients, send_start_s: np.ndarray, spent_j: np.ndarr
     return np.where(np.isfinite(c.budget_j) & (c.tx_power_w > 0), send_start_s + left_s, np.inf)
 
 
-def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkResult:
+def fdma_uplink(
+    c: UplinkClients, bits: float, bandwidth_hz: float, weights: np.ndarray | None = None
+) -> UplinkResult:
     """Processor sharing (docs/models.md#fdma): the n clients sending at a moment each get
-    bandwidth_hz / n; a retransmission follows its failed attempt at once. Event by event:
-    the next finish (min remaining/rate), join or stop; at each, bits sent are brought up to
-    date and the rates recomputed."""
+    bandwidth_hz / n, or with a policy's `weights` w (n,) bandwidth_hz w_k / sum of the
+    sending w_j (generalised processor sharing, Parekh & Gallager 1993; medium.FdmaMedium);
+    a retransmission follows its failed attempt at once. Event by event: the next finish
+    (min remaining/rate), join or stop; at each, bits sent are brought up to date and the
+    rates recomputed."""
     n = len(c.join_s)
     out = _empty_result(n)
     if n == 0:
@@ -117,7 +123,11 @@ def fdma_uplink(c: UplinkClients, bits: float, bandwidth_hz: float) -> UplinkRes
     rates = np.zeros(0)
     while True:
         if act.size:
-            rates = c.rate_bps(act, attempt[act], bandwidth_hz / act.size)
+            if weights is None:
+                rates = c.rate_bps(act, attempt[act], bandwidth_hz / act.size)
+            else:  # B w_k / sum_j w_j over the clients sending now
+                share_hz = bandwidth_hz * weights[act] / weights[act].sum()
+                rates = c.rate_bps(act, attempt[act], share_hz)
             with np.errstate(divide="ignore"):
                 left_s = np.where(rates > 0, np.maximum(remaining[act], 0.0) / rates, np.inf)
             finish_s = now + float(left_s.min())
@@ -173,9 +183,9 @@ def queued_uplink(c: UplinkClients, bits: float, bandwidth_hz: float, channels: 
 
 
 def own_band_uplink(c: UplinkClients, bits: float, bandwidth_hz: np.ndarray) -> UplinkResult:
-    """Each client on its own fixed band bandwidth_hz[i] (a policy's allocation; medium.py's
-    OwnBand): the queue's rules with a sub-band per client, so nobody waits and nobody's
-    rate changes when others finish."""
+    """Each client on its own fixed band bandwidth_hz[i] (a policy's OFDMA blocks, a TDMA
+    turn; medium.py's OwnBand): the queue's rules with a sub-band per client, so nobody
+    waits and nobody's rate changes when others finish."""
     return _Queue(c, bits, np.asarray(bandwidth_hz, dtype=float), len(c.join_s)).run()
 
 

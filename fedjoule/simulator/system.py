@@ -395,9 +395,9 @@ class SystemEngine(RoundSteps):
         self, sel, rows, attempts, stops, line, out, own_hz=None, turn_s=-math.inf
     ) -> np.ndarray:
         """One cell's shared uplink (channel/sharing.py) for its clients `rows` that reached
-        it, or each on its own band `own_hz` (a policy's allocation) from `turn_s` on at the
-        earliest: their airtime, energy, bits, attempts, end and outcome into out; returns
-        when each upload ended."""
+        it, a policy's bands `own_hz` weighing the fdma sharing or each client's own (ofdma
+        blocks, tdma turn) from `turn_s` on at the earliest: their airtime, energy, bits,
+        attempts, end and outcome into out; returns when each upload ended."""
         world, channel, radio = self.world, self.world.scenario.channel, self.radio
         fixed = world.cell.large_scale_gain is None
         rate_fixed = channel.rate == "fixed"
@@ -417,10 +417,11 @@ class SystemEngine(RoundSteps):
             max_bps=radio.up_max_bps[sel][rows],
         )
         bandwidth = channel.uplink_bandwidth_hz
-        if own_hz is not None:
+        if channel.access == "fdma":  # a policy's bands s_k B weigh the sharing
+            weights = None if own_hz is None else own_hz[rows]
+            result = fdma_uplink(link, world.uplink_bits, bandwidth, weights)
+        elif own_hz is not None:
             result = own_band_uplink(link, world.uplink_bits, own_hz[rows])
-        elif channel.access == "fdma":
-            result = fdma_uplink(link, world.uplink_bits, bandwidth)
         else:
             channels = 1 if channel.access == "tdma" else channel.resource_blocks
             result = queued_uplink(link, world.uplink_bits, bandwidth, channels)

@@ -18,7 +18,7 @@ from fedjoule.channel.cell import round_fading, round_links
 from fedjoule.channel.fading import fading_power
 from fedjoule.channel.interference import CochannelNetwork, cochannel_matrix, reuse_groups
 from fedjoule.channel.link import Link, airtime_s
-from fedjoule.channel.medium import InTurn, OwnBand, SlotOrder, make_medium
+from fedjoule.channel.medium import InTurn, OwnBand, SlotOrder, Weighted, make_medium
 from fedjoule.channel.outage import attempt_error_probability, fixed_rate_fails
 from fedjoule.channel.trace import (
     ThroughputTrace,
@@ -52,12 +52,13 @@ def nominal_bandwidth_hz(channel, clients_in_cell: int) -> float:
 
 
 def allocated_bandwidth_hz(scenario, band_share, cells: np.ndarray) -> np.ndarray | None:
-    """Each allocated client's own uplink band (Hz) from a policy's fixed shares s_k of its
-    cell's band B (round.Allocation.band_share; None: the shared medium, as without a
-    policy): fdma s_k B, ofdma floor(s_k R) resource blocks of B/R; held for the whole upload,
-    so a finished client's band stays idle; tdma B, in the slot order (slot_ranks). Refused
-    with a FedjouleError: shares not in (0, 1] or summing above 1 in a cell, co-channel
-    interference, measured uplinks."""
+    """Each allocated client's uplink band (Hz) from a policy's shares s_k of its cell's
+    band B (round.Allocation.band_share; None: the shared medium, as without a policy):
+    fdma s_k B, the band it is guaranteed and its weight in the cell's weighted sharing
+    (medium.FdmaMedium: B s_k / sum of the uploading s_j at each instant); ofdma
+    floor(s_k R) resource blocks of B/R, held for the whole upload; tdma B, in the slot
+    order (slot_ranks). Refused with a FedjouleError: shares not in (0, 1] or summing above
+    1 in a cell, co-channel interference, measured uplinks."""
     if band_share is None:
         return None
     channel = scenario.channel
@@ -241,8 +242,8 @@ def play_clients(
     `cost(k)` gives client k's `down_bits`, `compute_s`, `compute_energy_j` and `up_bits`.
     `backhaul`: transfers cross the cell's backhaul to the server (False: the server sits
     at the base station, an edge server of protocol.kind=hierarchical). `band_share`: a
-    policy's fixed share of the cell's band per selected client (allocated_bandwidth_hz;
-    None: the cell's shared medium).
+    policy's share of the cell's band per selected client (allocated_bandwidth_hz; None:
+    the cell's medium shared equally).
     """
     world, scenario = sim.world, sim.world.scenario
     serving = serving_cells(world)
@@ -306,9 +307,9 @@ def start_clients(
     """Start the selected clients' processes (links and fading of stream index r) on the
     cells' `media`, `load[c]` clients sharing cell c's band; returns records and processes.
     `down_net`: the broadcast's CochannelNetwork (channel.interference=cochannel; the
-    media are then the uplink network's). `own`: each client's own band instead
-    (allocated_bandwidth_hz) and its place in its cell's slot order under tdma (slot_ranks);
-    None: the cells' media."""
+    media are then the uplink network's). `own`: each client's band from a policy
+    (allocated_bandwidth_hz: its weight on its cell's fdma medium, its own ofdma blocks) and
+    its place in its cell's slot order under tdma (slot_ranks); None: the cells' media."""
     world, scenario = sim.world, sim.world.scenario
     channel, seed, pop = scenario.channel, scenario.seed, world.population
     fading = round_fading(channel, pop.size, seed, r)
@@ -328,7 +329,10 @@ def start_clients(
         fades = attempt_fades(channel, seed, r, k, up_fading[k])
         band_hz = nominal_bandwidth_hz(channel, int(load[c])) if own_hz is None else own_hz[i]
         plan = _client_plan(sim, r, k, c, costs, uplink, downlink, fades, band_hz, backhaul)
-        medium = media[c] if own_hz is None else OwnBand(env, float(own_hz[i]))
+        medium = media[c]
+        if own_hz is not None:  # fdma: weight s_k B on the cell's band; ofdma: its blocks
+            fdma = channel.access == "fdma"
+            medium = Weighted(medium, own_hz[i]) if fdma else OwnBand(env, float(own_hz[i]))
         if ranks is not None:
             order = turns.setdefault(c, SlotOrder(env, int(load[c])))
             medium = InTurn(env, float(own_hz[i]), order, int(ranks[i]), _attempts(plan))

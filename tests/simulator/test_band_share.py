@@ -1,7 +1,8 @@
-"""A policy's fixed band shares (round.Allocation.band_share) in the uplink of both engines:
-each client sends on s_k W for its whole upload (FDMA), on floor(s_k R) resource blocks
-(OFDMA), or on the whole band in the order of decreasing share (TDMA); the SimPy processes
-and the numpy engine agree, and None is the shared medium."""
+"""A policy's band shares (round.Allocation.band_share) in the uplink of both engines:
+under FDMA each client's share s_k weighs the cell's band, B s_k / sum of the uploading s_j
+at each instant (generalised processor sharing); under OFDMA each sends on floor(s_k R)
+resource blocks; under TDMA on the whole band in the order of decreasing share; the SimPy
+processes and the numpy engine agree, and None is the equally shared medium."""
 
 import numpy as np
 import pytest
@@ -97,21 +98,72 @@ def uplink_of(engine, selected) -> Uplink:
     )  # fmt: skip
 
 
-def test_fixed_shares_give_the_closed_form_in_both_engines():
-    """t_k = S / (s_k W log2(1 + p_k g / (N0 s_k W))), E_k = p_k t_k: nobody's band grows
-    when the others finish."""
+def weighted_airtime_s(bits, p, shares, band_hz, noise_psd_w_per_hz):
+    """Each upload's airtime when all start together on band_hz shared in proportion to
+    `shares`, by hand phase by phase: the uploads left send at B s_k / sum of their s_j
+    (Shannon, at the same gain GAIN) until the next of them ends."""
+    left_bits, airtime = np.full(len(p), float(bits)), np.zeros(len(p))
+    sending, now_s = np.ones(len(p), dtype=bool), 0.0
+    while sending.any():
+        b = band_hz * shares[sending] / shares[sending].sum()
+        rate = shannon_rate_bps(b, snr_linear(p[sending] * GAIN, noise_psd_w_per_hz, b))
+        step_s = float(np.min(left_bits[sending] / rate))
+        now_s += step_s
+        left_bits[sending] -= rate * step_s
+        ended = np.flatnonzero(sending)[left_bits[sending] <= rate * 1e-12]
+        airtime[ended], sending[ended] = now_s, False
+    return airtime
+
+
+def test_weighted_shares_give_the_closed_form_in_both_engines():
+    """Phase by phase (weighted_airtime_s), E_k = p_k t_k; every upload but the first to end
+    takes less than on its fixed band s_k W alone, t_k = S / (s_k W log2(1 + p_k g /
+    (N0 s_k W))): the band a finished client frees goes to the others."""
     scenario = load_scenario("default-theory", CLEAN)
     _, (clients,) = both(scenario, lambda e, sel: FIXED, world=same_gain_world)
     world = same_gain_world(scenario)
-    band_hz = FIXED * scenario.channel.uplink_bandwidth_hz
+    band_hz = scenario.channel.uplink_bandwidth_hz
+    noise = world.cell.noise_psd_w_per_hz
     p = world.population.tx_power_w[clients.client]
-    snr = snr_linear(p * GAIN, world.cell.noise_psd_w_per_hz, band_hz)
-    up_s = airtime_s(world.uplink_bits, shannon_rate_bps(band_hz, snr))
+    up_s = weighted_airtime_s(world.uplink_bits, p, FIXED, band_hz, noise)
     assert clients.uplink_airtime_s == pytest.approx(up_s, rel=1e-12)
     assert clients.energy_tx_j == pytest.approx(p * up_s, rel=1e-12)
     start_s = clients.end_s - clients.uplink_airtime_s  # the uploads start together
     assert start_s == pytest.approx(np.full(4, start_s[0]), rel=1e-12)
     assert len(set(p.tolist())) == 2 and len(set(up_s.tolist())) == 4
+    own_hz = FIXED * band_hz
+    alone_s = airtime_s(
+        world.uplink_bits, shannon_rate_bps(own_hz, snr_linear(p * GAIN, noise, own_hz))
+    )
+    first = np.argmin(up_s)
+    assert up_s[first] == pytest.approx(alone_s[first], rel=1e-12)
+    later = np.arange(4) != first
+    assert np.all(up_s[later] < alone_s[later] * (1 - 1e-3))
+
+
+def test_two_shares_closed_form_first_on_its_share_then_the_other_alone():
+    """Shares 0.75 / 0.25, starting together: both at b_k = s_k W, r_k = b_k log2(1 + p_k g /
+    (N0 b_k)), until the first ends at t_1 = S / r_a; the other then sends its last
+    S - r_o t_1 bits alone on W: t_2 = t_1 + (S - r_o t_1) / r_o(W)."""
+    scenario = load_scenario("default-theory", [*CLEAN, "training.clients_per_round=2"])
+    shares = np.array([0.75, 0.25])
+    _, (clients,) = both(scenario, lambda e, sel: shares, world=same_gain_world)
+    world = same_gain_world(scenario)
+    band_hz, noise = scenario.channel.uplink_bandwidth_hz, world.cell.noise_psd_w_per_hz
+    bits = float(world.uplink_bits)
+    p = world.population.tx_power_w[clients.client]
+    rate = shannon_rate_bps(shares * band_hz, snr_linear(p * GAIN, noise, shares * band_hz))
+    a = int(np.argmax(rate))  # the first to end
+    o = 1 - a
+    t1_s = bits / rate[a]
+    t2_s = t1_s + (bits - rate[o] * t1_s) / shannon_rate_bps(
+        band_hz, snr_linear(p[o] * GAIN, noise, band_hz)
+    )
+    expected = np.array([t1_s, t2_s]) if a == 0 else np.array([t2_s, t1_s])
+    assert clients.uplink_airtime_s == pytest.approx(expected, rel=1e-12)
+    assert clients.energy_tx_j == pytest.approx(p * expected, rel=1e-12)
+    assert clients.end_s - clients.end_s.min() == pytest.approx(expected - t1_s, abs=1e-15)
+    assert t2_s < bits / rate[o] * (1 - 1e-3)  # sooner than on its fixed share alone
 
 
 def test_equal_finish_shares_end_every_upload_together():
@@ -176,7 +228,7 @@ def unequal(engine, selected):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_both_engines_agree_on_fixed_shares(case):
+def test_both_engines_agree_on_a_policys_shares(case):
     name, overrides, exercised = CASES[case]
     rows, _ = both(load_scenario(name, overrides), unequal, rounds=6)
     assert sum(r["arrived"] for r in rows) > 0
