@@ -13,7 +13,6 @@ from fedjoule.policies.bandwidth import (
     ESTIMATE_BRACKET,
     NEWTON_STEPS,
     Uplink,
-    equal_finish_shares,
     equal_shares,
     newton_in,
     share_for_time,
@@ -26,6 +25,9 @@ LATENESS_PENALTY = 1e3
 # Nelder-Mead's evaluations of the predicted energy (each O(m^2)): past the two families'
 # best it gains about 0.1 % (m = 100: 0.6 s for 300; 3.7 s for 2,100 gained 0.3 %).
 MAX_EVALUATIONS = 300
+# Above this many clients the evaluations fall as (100 / m)^2, so the search's cost stays
+# about that of 100 clients (the families keep their grids).
+NELDER_MEAD_CLIENTS = 100
 # The least weight against the largest (the predictor's shares stay well above underflow).
 LEAST_WEIGHT = 1e-30
 
@@ -42,7 +44,7 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
 
     t_k(w) is piecewise smooth (a kink wherever two finishes swap order), so the search is
     derivative-free: the best that meets the deadlines of equal weights, the fixed-band
-    optimum (min_energy_shares; equal-finish's shares where it is infeasible), two
+    optimum (min_energy_shares, which refuses where no fixed split meets them), two
     one-parameter families (the geometric path from equal to that optimum, and weights
     theta^rank in Smith's order, from equal to nearly one at a time), each on a grid then
     refined by scipy.optimize.minimize_scalar (bounded), and last scipy's Nelder-Mead in
@@ -50,16 +52,16 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     needs no gradient, unlike SLSQP, whose gradients jump at the kinks. Ties keep the
     earlier candidate, so where nothing beats equal weights they are returned (then it
     plays exactly as equal) and, where those meet the deadlines, the result never spends
-    more. InfeasibleAllocation where no candidate meets them."""
+    more. InfeasibleAllocation where no candidate meets them (min_energy_shares' where it
+    refuses)."""
     deadline_s = np.broadcast_to(np.asarray(deadline_s, dtype=float), (uplink.n,))
     equal = equal_shares(uplink)
     if uplink.n == 1:
         return equal
-    try:
-        fixed = min_energy_shares(uplink, deadline_s)
-        refusal = None
-    except InfeasibleAllocation as error:
-        fixed, refusal = equal_finish_shares(uplink), error
+    # where no fixed split meets the deadlines, no weighting does either for a common
+    # deadline (Jensen: the rate is concave in the share, so each client's mean share over
+    # the round on a fixed band sends at least as much): min_energy_shares refuses
+    fixed = min_energy_shares(uplink, deadline_s)
 
     def cost(weights: np.ndarray) -> float:
         time_s = shared_upload_time_s(uplink, weights)
@@ -91,11 +93,12 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
         along = minimize_scalar(lambda a: cost(family(a)), bounds=bounds, method="bounded",
                                 options={"xatol": 1e-3})
         best = min((best, family(grid[at]), family(along.x)), key=rank)
+    evaluations = int(MAX_EVALUATIONS * min(1.0, (NELDER_MEAD_CLIENTS / uplink.n) ** 2))
     searched = minimize(lambda z: cost(softmax(z)), np.log(best), method="Nelder-Mead",
-                        options={"maxfev": MAX_EVALUATIONS, "xatol": 1e-6, "fatol": 0.0})
+                        options={"maxfev": evaluations, "xatol": 1e-6, "fatol": 0.0})
     best = min((best, softmax(searched.x)), key=rank)
     if rank(best)[0]:
-        raise refusal or InfeasibleAllocation(
+        raise InfeasibleAllocation(
             "min-energy: no split of the band found lets every selected client upload within "
             "its deadline; select fewer clients or allow more time")
     return best
