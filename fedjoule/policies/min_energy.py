@@ -22,12 +22,12 @@ from fedjoule.policies.bandwidth import (
 # A missed deadline costs the search this many times the energy per unit of relative lateness
 # (a penalty, so Nelder-Mead can walk back; only a vector meeting every deadline is returned).
 LATENESS_PENALTY = 1e3
-# Nelder-Mead's evaluations of the predicted energy (each O(m^2)): past the two families'
-# best it gains about 0.1 % (m = 100: 0.6 s for 300; 3.7 s for 2,100 gained 0.3 %).
+# Nelder-Mead's evaluations of the predicted energy (each O(m^2)); past the two families'
+# best they gain a few % at m = 10, about 0.1 % at m = 100 (300 there: 0.6 s a cell).
 MAX_EVALUATIONS = 300
-# Above this many clients the evaluations fall as (100 / m)^2, so the search's cost stays
-# about that of 100 clients (the families keep their grids).
-NELDER_MEAD_CLIENTS = 100
+# Above this many clients the evaluations fall as (10 / m)^2, so the search's cost stays
+# about that of 10 clients (the families keep their grids, which find the most past that).
+NELDER_MEAD_CLIENTS = 10
 # The least weight against the largest (the predictor's shares stay well above underflow).
 LEAST_WEIGHT = 1e-30
 
