@@ -90,17 +90,26 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     for family, grid in ((path, np.linspace(0.0, 1.0, 17)), (turns, np.geomspace(1e-3, 10, 17))):
         at = int(np.argmin([cost(family(a)) for a in grid]))
         bounds = (grid[max(at - 1, 0)], grid[min(at + 1, 16)])
-        along = minimize_scalar(lambda a: cost(family(a)), bounds=bounds, method="bounded",
-                                options={"xatol": 1e-3})
+        along = minimize_scalar(
+            lambda a, family=family: cost(family(a)),
+            bounds=bounds,
+            method="bounded",
+            options={"xatol": 1e-3},
+        )
         best = min((best, family(grid[at]), family(along.x)), key=rank)
     evaluations = int(MAX_EVALUATIONS * min(1.0, (NELDER_MEAD_CLIENTS / uplink.n) ** 2))
-    searched = minimize(lambda z: cost(softmax(z)), np.log(best), method="Nelder-Mead",
-                        options={"maxfev": evaluations, "xatol": 1e-6, "fatol": 0.0})
+    searched = minimize(
+        lambda z: cost(softmax(z)),
+        np.log(best),
+        method="Nelder-Mead",
+        options={"maxfev": evaluations, "xatol": 1e-6, "fatol": 0.0},
+    )
     best = min((best, softmax(searched.x)), key=rank)
     if rank(best)[0]:
         raise InfeasibleAllocation(
             "min-energy: no split of the band found lets every selected client upload within "
-            "its deadline; select fewer clients or allow more time")
+            "its deadline; select fewer clients or allow more time"
+        )
     return best
 
 

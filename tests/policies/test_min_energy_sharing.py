@@ -22,22 +22,28 @@ THREE = Uplink(np.full(3, 1e6), np.array([0.2, 0.1, 0.3]), W_HZ,
 
 def engine_times_s(uplink: Uplink, weights) -> np.ndarray:
     n = uplink.n
+    fixed = None if uplink.snr is None else uplink.snr[:, None]
+    gain = None if uplink.rx_power_w is None else uplink.rx_power_w[:, None]
     clients = UplinkClients(
         join_s=np.zeros(n), n_attempts=np.ones(n, dtype=int), succeeds=np.ones(n, dtype=bool),
         tx_power_w=uplink.tx_power_w, budget_j=np.full(n, np.inf), kill_s=np.full(n, np.inf),
-        kill_cause=np.full(n, "deadline", dtype=object), snr_fixed=None,
-        power_gain_w=uplink.rx_power_w[:, None], noise_psd_w_per_hz=NOISE_PSD_W_PER_HZ,
+        kill_cause=np.full(n, "deadline", dtype=object), snr_fixed=fixed,
+        power_gain_w=gain, noise_psd_w_per_hz=NOISE_PSD_W_PER_HZ,
     )  # fmt: skip
     result = fdma_uplink(clients, float(uplink.bits[0]), W_HZ, weights)
     assert list(result.outcome) == ["uploaded"] * n
     return result.end_s
 
 
+FIXED_SNR = Uplink(np.full(4, 6e3), np.full(4, 0.2), W_HZ, snr=np.array([7.0, 1.0, 31.0, 3.0]))
+
+
+@pytest.mark.parametrize("uplink", [FOUR, FIXED_SNR], ids=["snr-over-share", "fixed-snr"])
 @pytest.mark.parametrize("weights", [None, [0.4, 0.3, 0.2, 0.1], [0.05, 0.15, 0.5, 0.3]])
-def test_the_predictor_is_the_sharing_engine_for_four_clients(weights):
-    played_s = engine_times_s(FOUR, None if weights is None else np.array(weights))
-    given = equal_shares(FOUR) if weights is None else np.array(weights)
-    assert shared_upload_time_s(FOUR, given) == pytest.approx(played_s, rel=1e-9, abs=0)
+def test_the_predictor_is_the_sharing_engine_for_four_clients(uplink, weights):
+    played_s = engine_times_s(uplink, None if weights is None else np.array(weights))
+    given = equal_shares(uplink) if weights is None else np.array(weights)
+    assert shared_upload_time_s(uplink, given) == pytest.approx(played_s, rel=1e-9, abs=0)
 
 
 def test_the_hand_case_spends_less_than_equal_sharing():
