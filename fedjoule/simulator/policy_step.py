@@ -14,7 +14,7 @@ from fedjoule.devices.dvfs import freq_range_hz
 from fedjoule.errors import FedjouleError
 from fedjoule.policies.bandwidth import Uplink, equal_finish_shares
 from fedjoule.policies.deadline import deadline_frequency_hz, deadline_steps
-from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_shares
+from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_weights
 from fedjoule.policies.observation import Decision, check_decision
 from fedjoule.policies.select import SELECTORS
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
@@ -71,7 +71,7 @@ def cell_shares(uplink: Uplink, upload_left_s: np.ndarray | None) -> np.ndarray:
     (upload_left_s), equal-finish's without it or where no split meets them all."""
     if upload_left_s is not None:
         try:
-            return min_energy_shares(uplink, upload_left_s)
+            return min_energy_weights(uplink, upload_left_s)
         except InfeasibleAllocation:
             pass
     return equal_finish_shares(uplink)

@@ -1,7 +1,7 @@
 """Issue 29's acceptance for the bandwidth allocators on the default scenario, both system
 engines, through the CLI in-process: equal-finish does not lengthen the mean round against
-equal, and min-energy's transmit energy against equal under the same deadline
-(round.deadline_s) as it stands (docs/policies.md#bandwidth-allocators)."""
+equal, and min-energy spends no more transmit energy than equal under the same deadline
+(round.deadline_s) (docs/policies.md#bandwidth-allocators)."""
 
 import csv
 import math
@@ -47,13 +47,6 @@ def test_both_engines_give_the_same_figures(runs):
         assert simpy_figures == pytest.approx(numpy_figures, rel=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="min-energy's shares solve the fixed-share problem (each client alone on s_k B); "
-    "on the work-conserving sharing the engines play, equal processor sharing lets the "
-    "strong channels finish first and frees the band for the weak ones, and spends less: "
-    "25 rounds 1.335549 J against equal's 1.302513 J (docs/policies.md#bandwidth-allocators)",
-)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_min_energy_spends_no_more_transmit_energy_than_equal(runs, engine):
     _, equal_j = runs[engine, "equal"]
