@@ -216,6 +216,29 @@ class RoundSteps:
         return []
         yield  # a generator
 
+    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
+        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
+        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
+        if failed:
+            return 0.0
+        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
+        return flops / self.world.scenario.round.server_flops_per_s
+
+    def finish_row(self, row, end_s, failed, taking_part, spent, tails_j, measure=True):
+        """The end of step 7 on both engines: the row's counts and totals (round_row.py),
+        the server's aggregation time, the radio tails charged, what a policy's server
+        learnt (`measure` False: a protocol measured its clients as they ended)."""
+        row.update(
+            sim_time_end_s=end_s,
+            failed=int(failed),
+            **row_columns(taking_part, spent, self.world.topology.n_cells),
+        )
+        row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
+        row["energy_radio_tail_j"] += tails_j
+        if self.policy_step is not None:
+            self.policy_step.record(row, taking_part, self.battery_j, measure)
+        return with_total(row)
+
     def sync_round(self, clock, r: int):
         """Steps 1-7 of a synchronous round from clock.now (a process body); returns its
         rounds.csv row."""
@@ -350,14 +373,6 @@ class RoundKernel(RoundSteps):
         steps = int(self.world.client_steps[k] if steps is None else steps)
         return float(local_work(self.step_gradients, steps, self.world.vector_work))
 
-    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
-        """The server's aggregation of `arrived` uploads: its FLOPs (the algorithm's
-        aggregation_flops) at round.server_flops_per_s; 0 in a failed round (none)."""
-        if failed:
-            return 0.0
-        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
-        return flops / self.world.scenario.round.server_flops_per_s
-
     # ------------------------------------------------------------------ bookkeeping
     def close_row(
         self,
@@ -393,17 +408,9 @@ class RoundKernel(RoundSteps):
         charge(
             self.battery_j, world.population, world.availability, self.progress.sim_time_s, end_s
         )
-        row.update(
-            sim_time_end_s=end_s,
-            failed=int(failed),
-            **row_columns(taking_part, spent, world.topology.n_cells),
-        )
-        row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
-        row["energy_radio_tail_j"] += tails_j
-        if self.policy_step is not None:
-            # a protocol's server measures its clients as they end (PolicyStep.measure)
-            self.policy_step.record(row, taking_part, self.battery_j, self.protocol is None)
-        return with_total(row)
+        # a protocol's server measures its clients as they end (PolicyStep.measure)
+        measure = self.protocol is None
+        return self.finish_row(row, end_s, failed, taking_part, spent, tails_j, measure)
 
     def charge_tails(self, tails, field: str = "energy_radio_tail_j", kind: str = "tail") -> float:
         """Charge radio-tail stretches (client, start_s, end_s, energy_j), from

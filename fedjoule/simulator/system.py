@@ -35,7 +35,7 @@ from fedjoule.energy_kinds import END_OF_RUN_TAIL, with_total
 from fedjoule.errors import FedjouleError
 from fedjoule.simulator.policy_step import make_policy_step
 from fedjoule.simulator.round import Allocation, Clock, RoundSteps, run_on_clock
-from fedjoule.simulator.round_row import ClientsOfRound, book_clients, row_columns
+from fedjoule.simulator.round_row import ClientsOfRound, book_clients
 from fedjoule.simulator.round_rules import LEDGER_FIELDS
 from fedjoule.simulator.system_world import SystemWorld, gradients_of_round
 from fedjoule.simulator.transfers import (
@@ -505,7 +505,7 @@ class SystemEngine(RoundSteps):
     def close_row(self, row: dict, end_s: float, clients: ClientsOfRound, failed: bool, probe=()):
         """7. RoundKernel.close_row over arrays (round_row.py: the ledger, batteries, the
         row's counts and totals); radio tails, charging. `probe`: none without learning."""
-        world, pop = self.world, self.world.population
+        pop = self.world.population
         self.last_clients = clients
         k = clients.client
         book_clients(self.ledger, self.battery_j, pop.battery_threshold_j, clients)
@@ -524,16 +524,7 @@ class SystemEngine(RoundSteps):
         if window is not None and end_s > self.sim_time_s:
             gained = pop.charge_power_w * window(self.sim_time_s, end_s)  # E = P_charge * t
             np.minimum(self.battery_j + gained, pop.battery_capacity_j, out=self.battery_j)
-        row.update(
-            sim_time_end_s=end_s,
-            failed=int(failed),
-            **row_columns(clients, clients, world.topology.n_cells),
-        )
-        row["server_compute_time_s"] = self.server_compute_time_s(row["arrived"], failed)
-        row["energy_radio_tail_j"] += tails_j
-        if self.policy_step is not None:
-            self.policy_step.record(row, clients, self.battery_j)
-        return with_total(row)
+        return self.finish_row(row, end_s, failed, clients, clients, tails_j)
 
     # ------------------------------------------------------------------ radio tails
     def charge_tails(self, energy_j: np.ndarray, field: str = "energy_radio_tail_j"):
@@ -581,13 +572,6 @@ class SystemEngine(RoundSteps):
                 f"round {r}: client {int(clients.client[reach][0])} (radio states) could "
                 "reach its battery threshold, a stop the numpy system engine does not place"
             )
-
-    def server_compute_time_s(self, arrived: int, failed: bool) -> float:
-        """engine.Simulation.server_compute_time_s: the aggregation's FLOPs at the server."""
-        if failed:
-            return 0.0
-        flops = self.world.algorithm_cls.aggregation_flops(self.world.n_params, arrived)
-        return flops / self.world.scenario.round.server_flops_per_s
 
     def run(self, last_round: int, on_round: Callable[[dict], None]) -> None:
         """Play rounds next_round .. last_round-1."""
