@@ -216,6 +216,16 @@ class PluginError(FedjouleError, ValueError):
     (Also a ValueError, so that scenario validation reports it at the field naming it.)"""
 
 
+def require_subclass(cls: Any, base: type, where: str) -> None:
+    """PluginError unless the loaded `cls` is a subclass of `base` (`where`: the spec or
+    installed name it came from)."""
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise PluginError(
+            f"{where} is {getattr(cls, '__name__', cls)!r}, not a subclass of "
+            f"{base.__module__}.{base.__qualname__}"
+        )
+
+
 @dataclass(frozen=True)
 class Entry:
     """One name a scenario can use: what it resolves to, and where that came from."""

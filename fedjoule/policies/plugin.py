@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedjoule.plugins import REGISTRY, PluginError, Unchecked, entry_target, load_spec
+from fedjoule.plugins import (
+    REGISTRY,
+    PluginError,
+    Unchecked,
+    entry_target,
+    load_spec,
+    require_subclass,
+)
 from fedjoule.policies.observation import Observation
 
 # the decisions `allocate` may return, each an array over Plan.client_id (None: leave it)
@@ -74,11 +81,7 @@ def policy_class(name: str, base_dirs=(), recorded: dict | None = None) -> tuple
             )
         cls, source = entry_target(entry)
         where = f"policy {name!r} ({entry.origin})"
-    if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise PluginError(
-            f"{where} is {getattr(cls, '__name__', cls)!r}, not a subclass of "
-            "fedjoule.policies.plugin.Policy"
-        )
+    require_subclass(cls, Policy, where)
     return cls, source
 
 

@@ -6,7 +6,14 @@ under the plug-in trust rules of fedjoule/plugins.py."""
 
 from typing import Any
 
-from fedjoule.plugins import REGISTRY, PluginError, Unchecked, entry_target, load_spec
+from fedjoule.plugins import (
+    REGISTRY,
+    PluginError,
+    Unchecked,
+    entry_target,
+    load_spec,
+    require_subclass,
+)
 from fedjoule.tracking.base import Tracker
 from fedjoule.tracking.csv_files import CsvTracker
 from fedjoule.tracking.mlflow_store import MlflowTracker
@@ -53,10 +60,6 @@ def tracker_class(name: str, base_dirs=(), recorded: dict | None = None) -> tupl
             )
         cls, _ = entry_target(entry)
         where = f"tracking backend {name!r} ({entry.origin})"
-    if not (isinstance(cls, type) and issubclass(cls, Tracker)):
-        raise PluginError(
-            f"{where} is {getattr(cls, '__name__', cls)!r}, not a subclass of "
-            "fedjoule.tracking.base.Tracker"
-        )
+    require_subclass(cls, Tracker, where)
     cls.check_installed(name)
     return cls, source
