@@ -1,9 +1,11 @@
 """Bandwidth allocators: each selected client's share of the cell's uplink band (FDMA), on the
 channel's own rate model (channel/link.py): equal and equal-finish (min-energy: min_energy.py)."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.lapack import dtrtrs
 from scipy.optimize import brentq, root_scalar
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
@@ -16,6 +18,8 @@ BISECTION_STEPS = 200
 # the relative bracket around its estimate that share_for_time checks and bisects.
 NEWTON_STEPS = 6
 ESTIMATE_BRACKET = 1e-13
+# shared_upload_time_s's guesses of the finishing order before it walks the phases.
+ORDER_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -192,13 +196,99 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     return shares
 
 
-def shared_upload_time_s(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
+def shared_upload_time_s(uplink: Uplink, weights: np.ndarray, order=None) -> np.ndarray:
+    """Each client's upload time under the weighted sharing (shared_upload's times)."""
+    return shared_upload(uplink, weights, order)[0]
+
+
+def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.ndarray, np.ndarray]:
     """Each client's upload time under the weighted sharing the engines play (channel/
     sharing.fdma_uplink, generalised processor sharing, Parekh & Gallager 1993), all
     starting together: phase by phase the clients still sending share the band by weight,
     s_k = w_k / sum of their w_j, at the channel's rate on that share, until the first
-    finishes (within FINISH_TOLERANCE_S, as the engine); the band is then re-divided among
-    the rest. inf for a weight of 0."""
+    finishes; the band is then re-divided among the rest. inf for a weight of 0.
+
+    Given the order in which they finish, phase j (clients j, j+1, ... of that order still
+    sending) lasts tau_j, and client k's bits are sum_{j <= k} tau_j r_k(w_k / W_j) with W_j
+    the weight still sending: a lower-triangular linear system in tau, solved at once
+    (LAPACK's dtrtrs through scipy). The order is guessed (`order`, else by each upload's
+    time on its first phase's share) and, while some tau_j comes out negative, the phases
+    before the first in which a client ends early are kept, the clients from there on
+    re-sorted by the time each needs to finish at its start (the walk's choice there), and
+    only their phases solved again; each try is exact for its order, so the first with no negative
+    phase is the sharing's timeline. phase_upload_time_s, the phase-by-phase walk, where a few
+    tries do not settle the order."""
+    weights = np.asarray(weights, dtype=float)
+    bits = np.broadcast_to(np.asarray(uplink.bits, dtype=float), (uplink.n,))
+    sending = np.flatnonzero(weights > 0)
+    done_s = np.full(uplink.n, np.inf)
+    if sending.size == 0:
+        return done_s, sending
+    if order is None:
+        first = np.where(weights > 0, weights / weights[sending].sum(), 0.0)
+        with np.errstate(divide="ignore"):
+            order = sending[np.argsort(bits[sending] / uplink.rate_bps(first)[sending],
+                                       kind="stable")]  # fmt: skip
+    else:
+        order = np.asarray(order)[weights[order] > 0]  # (a copy)
+    w = weights[order]
+    still_w = np.cumsum(w[::-1])[::-1]  # W_j: the weight still sending in phase j
+    left_bits = bits[order] * rate_unit(uplink)  # (in rate_unit's unit)
+    phase_s = np.empty(len(order))
+    keep = 0  # phases 0 .. keep - 1 are settled
+    with np.errstate(all="ignore"):
+        for _ in range(ORDER_TRIES):
+            rate = rates_in_phases(uplink, order[keep:], w[keep:], still_w[keep:])
+            # LAPACK's triangular solve, reading only the lower triangle (.T: Fortran order)
+            phase_s[keep:] = dtrtrs(rate.T, left_bits, lower=0, trans=1)[0]
+            end_s = np.cumsum(phase_s)
+            if not np.all(np.isfinite(end_s)):  # a rate of 0 on its own last phase
+                break
+            early = np.flatnonzero(phase_s[keep:] < -1e-12 * end_s[-1])
+            if early.size == 0:
+                done_s[order] = np.maximum.accumulate(end_s)
+                return done_s, order
+            # some client ends before its place: the first phase d in which one does (its
+            # bits sent reach its bits; before d nobody ended early, so phases < d hold).
+            # Settle them and sort the rest by the time each needs at the start of phase d,
+            # the walk's choice there (so each try settles one phase more at least)
+            sent = np.tril(np.cumsum(rate * phase_s[keep:], axis=1), -1)
+            ended = np.flatnonzero(np.any(sent >= left_bits[:, None], axis=0))
+            d = int(ended[0]) if ended.size else max(int(early[0]) - 1, 0)
+            left_bits = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
+            by = np.argsort(left_bits / rate[d:, d], kind="stable")
+            keep += d
+            order[keep:], w[keep:], left_bits = order[keep:][by], w[keep:][by], left_bits[by]
+            still_w[keep:] = np.cumsum(w[keep:][::-1])[::-1]
+    done_s = phase_upload_time_s(uplink, weights)
+    return done_s, sending[np.argsort(done_s[sending], kind="stable")]
+
+
+def rate_unit(uplink: Uplink) -> float:
+    """rates_in_phases' unit per bit/s: ln 2 where it leaves out Shannon's 1 / ln 2."""
+    return 1.0 if uplink.linear else math.log(2.0)
+
+
+def rates_in_phases(uplink: Uplink, order: np.ndarray, w: np.ndarray, still_w: np.ndarray):
+    """(m, m): client order[k]'s rate in phase j, on the share w_k / W_j (the upper
+    triangle, past its finish, unused): b r at a fixed spectral efficiency or SNR, else
+    b ln(1 + P_rx / (N0 b)) on b = W w_k / W_j (Shannon's rate times ln 2, rate_unit)."""
+    band_hz = np.multiply.outer(w * uplink.bandwidth_hz, 1.0 / still_w)
+    if uplink.fixed_se_bps_per_hz is not None:
+        return band_hz * uplink.fixed_se_bps_per_hz
+    if uplink.rx_power_w is None:
+        return band_hz * np.log2(1.0 + uplink.snr[order])[:, None]
+    noise = np.asarray(uplink.noise_psd_w_per_hz, dtype=float)
+    noise = noise[order] if noise.ndim else noise
+    rate = (uplink.rx_power_w[order] / noise)[:, None] / band_hz
+    np.log1p(rate, out=rate)
+    rate *= band_hz
+    return rate
+
+
+def phase_upload_time_s(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
+    """shared_upload_time_s walked phase by phase, as the engine: the first to finish (all
+    within FINISH_TOLERANCE_S of it) ends each phase."""
     weights = np.asarray(weights, dtype=float)
     left_bits = np.array(uplink.bits, dtype=float) * np.ones(uplink.n)
     done_s = np.full(uplink.n, np.inf)
