@@ -248,15 +248,25 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             if early.size == 0:
                 done_s[order] = np.maximum.accumulate(end_s)
                 return done_s, order
-            # some client ends before its place: the first phase d in which one does (its
-            # bits sent reach its bits; before d nobody ended early, so phases < d hold).
-            # Settle them and sort the rest by the time each needs at the start of phase d,
-            # the walk's choice there (so each try settles one phase more at least)
-            sent = np.tril(np.cumsum(rate * phase_s[keep:], axis=1), -1)
-            ended = np.flatnonzero(np.any(sent >= left_bits[:, None], axis=0))
-            d = int(ended[0]) if ended.size else max(int(early[0]) - 1, 0)
-            left_bits = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
-            by = np.argsort(left_bits / rate[d:, d], kind="stable")
+            # some client ends before its place. On this try's phases from `keep` (those
+            # < 0 taken as 0; the first < 0 comes after d) each client's bits sent reach
+            # its bits in some phase: d, the first in which one ends before its place
+            # (before d nobody did, so phases < d hold). Settle them and sort the rest by
+            # when each ends on these phases, whose first is the walk's choice at d (so
+            # each try settles one phase more at least)
+            n = len(left_bits)
+            tau_s = np.maximum(phase_s[keep:], 0.0)
+            sent = np.cumsum(rate * tau_s, axis=1)
+            reached = sent >= left_bits[:, None]
+            at = np.where(reached[:, -1], np.argmax(reached, axis=1), n - 1)
+            before = at < np.arange(n)
+            d = int(at[before].min()) if before.any() else max(int(early[0]) - 1, 0)
+            rows = np.arange(d, n)
+            sent_before = np.where(at[d:] > 0, sent[rows, at[d:] - 1], 0.0)
+            end_s = np.cumsum(tau_s)[at[d:]] - tau_s[at[d:]]
+            end_s += (left_bits[d:] - sent_before) / rate[rows, at[d:]]
+            by = np.argsort(end_s, kind="stable")
+            left_bits = left_bits[d:] - (sent[d:, d - 1] if d else 0.0)
             keep += d
             order[keep:], w[keep:], left_bits = order[keep:][by], w[keep:][by], left_bits[by]
             still_w[keep:] = np.cumsum(w[keep:][::-1])[::-1]

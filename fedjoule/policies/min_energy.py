@@ -17,7 +17,6 @@ from fedjoule.policies.bandwidth import (
     newton_in,
     share_for_time,
     shared_upload,
-    shared_upload_time_s,
 )
 
 # A missed deadline costs the search this many times the energy per unit of relative lateness
@@ -32,8 +31,7 @@ NELDER_MEAD_CLIENTS = 4
 # heSRPT's exponent c = 1 / (1 - e) at most (e = 1: a rate linear in the share); at this
 # the weights are one at a time to LEAST_WEIGHT.
 MOST_EXPONENT = 1e6
-# The search of theta^rank's a stops within this in ln a (10 %: the energy is flat there,
-# within 0.3 % on default-theory's rounds).
+# turns_candidates' search stops within this in ln a (10 %: its energy is flat there).
 TURNS_STEP = 0.1
 
 # The least weight against the largest (the predictor's shares stay well above underflow).
@@ -65,9 +63,10 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     time (ties: equal, which then plays exactly as equal), so where equal weights meet the
     deadlines the result never spends more. Where neither does, and in the small case (up
     to NELDER_MEAD_CLIENTS clients, as the optimality test's brute force), `polished`
-    searches on. Where heSRPT's weights are late, they are lifted to each client's least
-    share meeting its deadline on a fixed band (lifted_weights), which keeps every upload
-    in time; InfeasibleAllocation where nothing found meets the deadlines."""
+    searches on. InfeasibleAllocation where nothing found meets the deadlines, and at once
+    where equal weights are late and the least shares meeting the deadlines on fixed bands
+    sum over the band (then, for a common deadline, no weighting meets them either, by
+    Jensen: the rate is concave in the share)."""
     deadline_s = np.broadcast_to(np.asarray(deadline_s, dtype=float), (uplink.n,))
     equal = equal_shares(uplink)
     if uplink.n == 1:
@@ -84,12 +83,16 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
         energy_j = float(np.sum(uplink.tx_power_w * time_s)) * (1.0 + LATENESS_PENALTY * late)
         return bool(late > 0), energy_j
 
+    ranked = [(judged(equal), 0, equal)]
+    if ranked[0][0][0]:  # equal is late: no fixed split meeting the deadlines, refused
+        least = share_for_time(uplink, deadline_s)
+        if not np.all(np.isfinite(least)) or least.sum() > 1.0:
+            _refuse(uplink, least, deadline_s)
     exponent = elasticity_exponent(uplink)
     shaped = hesrpt_weights(smith, exponent)
-    ranked = [(judged(equal), 0, equal), (judged(shaped, fresh=True), 1, shaped)]
-    if ranked[1][0][0]:  # heSRPT's late: theta^rank
-        guess[0] = smith
-        ranked += turns_candidates(lambda a: softmax(-a * rank), judged, exponent, uplink.n)
+    ranked.append((judged(shaped, fresh=True), 1, shaped))
+    guess[0] = smith
+    ranked += turns_candidates(lambda a: softmax(-a * rank), judged, exponent, uplink.n)
     best = min(ranked, key=lambda c: (c[0], c[1]))
     if uplink.n <= NELDER_MEAD_CLIENTS or best[0][0]:
         best = polished(uplink, deadline_s, best, judged, uplink.n <= NELDER_MEAD_CLIENTS)
@@ -101,39 +104,28 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     return best[2]
 
 
-def lifted_weights(weights: np.ndarray, least: np.ndarray) -> np.ndarray:
-    """max(lambda w_k, least_k) with lambda such that they sum to 1 (sum least <= 1): each
-    client's share of the band, w_k over the weight still sending, then never falls below
-    least_k, so it sends on time (share_for_time), and the others keep w's proportions.
-    The sum is piecewise linear and rising in lambda, its kinks at least_k / w_k: the
-    first kink where it reaches 1 bounds the piece it is solved on."""
-    kink = least / weights
-    by = np.argsort(kink, kind="stable")
-    scaled = np.cumsum(weights[by])  # the weight of those scaled at and below each kink
-    floor = least.sum() - np.cumsum(least[by])  # the least shares of the others
-    at = min(int(np.searchsorted(kink[by] * scaled + floor, 1.0)), len(by) - 1)
-    lam = (1.0 - floor[at]) / scaled[at]
-    lam = (1.0 - floor[at - 1]) / scaled[at - 1] if at and lam < kink[by][at - 1] else lam
-    return np.maximum(lam * weights, least)
-
-
 def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:
-    """Where heSRPT's weights are late: theta^rank in Smith's order (turns(a), theta = e^-a)
-    at a = a_h, 2 a_h, 4 a_h, a_h = (c - 1) / m the ratio of heSRPT's first two weights
-    (ln of (m^c - (m-1)^c) / ((m-1)^c - (m-2)^c) for large m), longer tails than heSRPT's
-    power law (the least weight e^-(m-1)a, not about m^-(c-1)/c), so the last uploads keep
-    more of the band; then the vertex of the parabola through the three in ln a where it
-    lies between them (on default-theory's rounds the best is near 2 a_h and the energy
-    within 0.3 % over a_h to 4 a_h). (judged, tie order, weights) each."""
+    """theta^rank in Smith's order (turns(a), theta = e^-a), whose tail is longer than
+    heSRPT's power law (the least weight e^-(m-1)a, not about m^-(c-1)), so the last
+    uploads keep more of the band: a searched in ln a on [a_h / 2, 8 a_h] by scipy's
+    bounded Brent method (minimize_scalar) to within TURNS_STEP, lateness a penalty (so it
+    ends at the deadline's edge where the best is beyond it), a_h = (c - 1) / m the ratio
+    of heSRPT's first two weights (ln of (m^c - (m-1)^c) / ((m-1)^c - (m-2)^c), large m).
+    (judged, tie order, weights) of its best."""
     a_h = max(exponent - 1.0, 1e-3) / m
-    x = np.log(a_h) + np.log(2.0) * np.arange(3)
-    found = [(judged(turns(math.exp(v))), 10 + k, turns(math.exp(v))) for k, v in enumerate(x)]
-    e = [f[0][1] for f in found]
-    curvature = e[0] - 2.0 * e[1] + e[2]
-    if curvature > 0 and e[1] <= min(e[0], e[2]):  # the vertex, between the outer two
-        v = x[1] - 0.5 * (x[1] - x[0]) * (e[2] - e[0]) / curvature
-        found.append((judged(turns(math.exp(v))), 13, turns(math.exp(v))))
-    return found
+    seen = {}
+
+    def energy_j(x: float) -> float:
+        seen[x] = judged(turns(math.exp(x)))
+        return seen[x][1]
+
+    along = minimize_scalar(
+        energy_j,
+        bounds=(math.log(a_h / 2.0), math.log(8.0 * a_h)),
+        method="bounded",
+        options={"xatol": TURNS_STEP},
+    )
+    return [(seen[along.x], 2, turns(math.exp(along.x)))]
 
 
 def elasticity_exponent(uplink: Uplink) -> float:
