@@ -242,11 +242,22 @@ class PolicyStep:
         self.observer.measure(r, start_s, ClientsOfRound.from_records(records), staleness)
 
     def reset(self) -> None:
-        """What the server knew at time 0 (a protocol's replay of its timeline)."""
+        """What the server knew at time 0 (a protocol's replay of its timeline), and the
+        plug-in as built (its own state at time 0)."""
         self.observer = Observer(self.world)
+        if self.plugin is not None:
+            self.plugin = PluginPolicy(self.policy)
 
     def state_dict(self) -> dict:
-        return self.observer.state_dict()
+        """The observer's kept arrays; a plug-in's own state under "plugin"."""
+        saved = self.observer.state_dict()
+        plugin = None if self.plugin is None else self.plugin.state_dict()
+        if plugin is not None:
+            saved["plugin"] = plugin
+        return saved
 
     def load_state_dict(self, saved: dict) -> None:
+        """A checkpoint's state (one without a plug-in's leaves it as built)."""
         self.observer.load_state_dict(saved)
+        if self.plugin is not None and "plugin" in saved:
+            self.plugin.load_state_dict(saved["plugin"])
