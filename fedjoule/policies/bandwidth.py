@@ -159,9 +159,8 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
     client k's upload takes T, between the longest upload on the whole band and the longest
     on equal shares, so it is never longer than equal's (where it is not shorter, equal's
     shares are returned). Newton's method on T and the shares together (joint_newton), a
-    few steps from the longest upload on the whole band; where it does not converge inside
-    that bracket, scipy's root finders on share_estimate and share_for_time
-    (bracketed_equal_finish)."""
+    few steps from the longest upload on the whole band; where it does not converge,
+    scipy's root finders on share_estimate and share_for_time (bracketed_equal_finish)."""
     if uplink.linear:
         need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
         return need / need.sum()
@@ -181,15 +180,15 @@ def joint_newton(uplink: Uplink) -> np.ndarray | None:
     is O(m): with D_k = u_k / (1 + u_k) - ln(1 + u_k) (u_k^2 dg_k/du_k) and w_k = a_k / D_k,
     d_tau = (S (S - 1) + sum w_k g_k) / sum w_k beta_k, du_k = (beta_k d_tau - g_k) u_k^2 / D_k.
     It starts at the longest upload on the whole band, u_k two of share_estimate's steps
-    there; about 5 steps reach round-off. The shares are then scaled to sum to 1 (moved
-    down by an ulp while round-off leaves their sum above 1). None where it does not
-    converge within JOINT_STEPS or leaves [longest alone, longest on equal]."""
+    there (left of the root: the sum of shares is convex and falling in T); about 5 steps
+    reach round-off. The shares are then scaled to sum to 1 (moved down by an ulp while
+    round-off leaves their sum above 1). None where it does not converge within
+    JOINT_STEPS or ends on a share or tau of 0 or less."""
     a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
-    beta = uplink.bits * np.log(2.0) / (uplink.bandwidth_hz * a)  # s, on an unlimited band
+    bits_nats = uplink.bits * (np.log(2.0) / uplink.bandwidth_hz)  # the upload time x rate
+    beta = bits_nats / a  # s, the upload on an unlimited band
     with np.errstate(all="ignore"):
-        alone_s = float(np.max(beta * a / np.log1p(a)))
-        equal_s = float(np.max(beta * (a * uplink.n) / np.log1p(a * uplink.n)))
-        tau = 1.0 / alone_s
+        tau = 1.0 / float(np.max(bits_nats / np.log1p(a)))  # the longest on the whole band
         u = snr_on_share(beta * tau, steps=2)
         for _ in range(JOINT_STEPS):
             log_term = np.log1p(u)
@@ -206,12 +205,12 @@ def joint_newton(uplink: Uplink) -> np.ndarray | None:
         else:
             return None
         shares = a / u
-    if not (np.all(shares > 0) and alone_s * (1 - 1e-9) <= 1.0 / tau <= equal_s * (1 + 1e-9)):
+    if not (tau > 0 and np.all(shares > 0)):  # converged: the one root (S rises with tau)
         return None
     shares = shares / shares.sum()
     while shares.sum() > 1.0:  # round-off: an ulp down each (every finish moves by ulps)
         shares = np.nextafter(shares, 0.0)
-    if 1.0 / tau >= equal_s * (1 - 1e-9):  # equal's longest may already be the least
+    if shares.min() * uplink.n >= 1.0 - 1e-9:  # near equal's: equal's may be the least
         equal = equal_shares(uplink)
         if np.max(uplink.upload_time_s(shares)) >= np.max(uplink.upload_time_s(equal)):
             return equal
