@@ -5,8 +5,8 @@ The loss of step k is the one the step's first gradient evaluation computes on t
 (the forward pass of that gradient, at the client's parameters of step k; no extra
 forward pass). A step that evaluates no gradient (STEM's first step after the first
 round) adds nothing; a client that ran no step (a freeloader) reports nan. Cho, Wang and
-Joshi's rpow-d (AISTATS 2022) ranks clients by exactly this mean of minibatch losses.
-"""
+Joshi's rpow-d (AISTATS 2022) ranks clients by the losses they computed in their last
+local training, for which this mean of minibatch losses stands."""
 
 import torch
 

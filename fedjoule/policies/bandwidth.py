@@ -20,6 +20,10 @@ NEWTON_STEPS = 6
 ESTIMATE_BRACKET = 1e-13
 # shared_upload_time_s's guesses of the finishing order before it walks the phases.
 ORDER_TRIES = 8
+# equal-finish's joint Newton: its most steps, and the relative step (in 1/T and in each
+# u_k) it stops below (quadratic: the step after would be at round-off)
+JOINT_STEPS = 40
+JOINT_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -123,10 +127,16 @@ def share_estimate(uplink: Uplink, time_s) -> np.ndarray:
     a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
     k = uplink.bits * np.log(2.0) / (uplink.bandwidth_hz * time_s * a)
     with np.errstate(all="ignore"):
-        u = -2.0 * np.log(k) / k
-        for _ in range(NEWTON_STEPS):
-            u = u - (np.log1p(u) - k * u) / (1.0 / (1.0 + u) - k)
-        return a / u
+        return a / snr_on_share(k)
+
+
+def snr_on_share(k: np.ndarray, steps: int = NEWTON_STEPS) -> np.ndarray:
+    """share_estimate's u = a/s: the root of ln(1 + u) = k u by `steps` Newton steps from
+    2 ln(1/k) / k (call it under np.errstate: nan where k >= 1)."""
+    u = -2.0 * np.log(k) / k
+    for _ in range(steps):
+        u = u - (np.log1p(u) - k * u) / (1.0 / (1.0 + u) - k)
+    return u
 
 
 def newton_in(excess_and_slope, start: float, low: float, high: float, tolerance: dict):
@@ -149,17 +159,74 @@ def equal_finish_shares(uplink: Uplink) -> np.ndarray:
 
     Rate linear in the share (fixed SNR): t_k = bits_k / (s_k W log2(1 + snr_k)) equal
     gives s_k proportional to bits_k / log2(1 + snr_k), in closed form. SNR over the share
-    (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) = share_for_time(T),
-    between the longest upload on the whole band and the longest on equal shares, so it is
-    never longer than equal's; every share is then taken at that one T. The root is found
-    on share_estimate (a few ulps from share_for_time, without its bisection) by scipy's
-    Newton method (root_scalar) from the lower end: each s_k(T) is convex and falling (the
-    inverse of the concave s log2(1 + a/s) at bits / (W T)), so the steps climb to the root
-    without overshooting; scipy.optimize.brentq in the bracket where it does not converge.
-    T then moves up by 1, 2, 4, ... ulps until share_for_time's shares fit the band."""
+    (noise scales with bandwidth): T solves sum_k s_k(T) = 1, s_k(T) the share on which
+    client k's upload takes T, between the longest upload on the whole band and the longest
+    on equal shares, so it is never longer than equal's (where it is not shorter, equal's
+    shares are returned). Newton's method on T and the shares together (joint_newton), a
+    few steps from the longest upload on the whole band; where it does not converge,
+    scipy's root finders on share_estimate and share_for_time (bracketed_equal_finish)."""
     if uplink.linear:
         need = uplink.bits / uplink.rate_bps(np.ones(uplink.n))
         return need / need.sum()
+    if uplink.n == 1:
+        return equal_shares(uplink)
+    shares = joint_newton(uplink)
+    return bracketed_equal_finish(uplink) if shares is None else shares
+
+
+def joint_newton(uplink: Uplink) -> np.ndarray | None:
+    """Equal-finish's shares by Newton's method on tau = 1/T and u_k = a_k / s_k (the SNR on
+    the share, a_k the SNR on the whole band) together: g_k = ln(1 + u_k) / u_k - beta_k tau
+    = 0 with beta_k = bits_k ln 2 / (W a_k) (s W log2(1 + a/s) = bits / T), and
+    h = 1 - 1 / sum_k a_k / u_k = 0 (the shares fill the band; 1/S rather than S - 1, as
+    near a client's least time its share grows like a pole, which 1/S makes nearly
+    linear: 1-2 steps fewer). The Jacobian is an arrow (each u_k meets only tau), so a step
+    is O(m): with D_k = u_k / (1 + u_k) - ln(1 + u_k) (u_k^2 dg_k/du_k) and w_k = a_k / D_k,
+    d_tau = (S (S - 1) + sum w_k g_k) / sum w_k beta_k, du_k = (beta_k d_tau - g_k) u_k^2 / D_k.
+    It starts at the longest upload on the whole band, u_k two of share_estimate's steps
+    there (left of the root: the sum of shares is convex and falling in T); about 5 steps
+    reach round-off. The shares are then scaled to sum to 1 (moved down by an ulp while
+    round-off leaves their sum above 1). None where it does not converge within
+    JOINT_STEPS or ends on a share or tau of 0 or less."""
+    a = snr_linear(uplink.rx_power_w, uplink.noise_psd_w_per_hz, uplink.bandwidth_hz)
+    bits_nats = uplink.bits * (np.log(2.0) / uplink.bandwidth_hz)  # the upload time x rate
+    beta = bits_nats / a  # s, the upload on an unlimited band
+    with np.errstate(all="ignore"):
+        tau = 1.0 / float(np.max(bits_nats / np.log1p(a)))  # the longest on the whole band
+        u = snr_on_share(beta * tau, steps=2)
+        for _ in range(JOINT_STEPS):
+            log_term = np.log1p(u)
+            slope = u / (1.0 + u) - log_term
+            weight = a / slope
+            g = log_term / u - beta * tau
+            total = float((a / u).sum())
+            step = (total * (total - 1.0) + float(weight @ g)) / float(weight @ beta)
+            move = (beta * step - g) * (u * u / slope)
+            u = u + move
+            tau += step
+            if abs(step) <= JOINT_TOLERANCE * tau and np.max(np.abs(move) / u) <= JOINT_TOLERANCE:
+                break
+        else:
+            return None
+        shares = a / u
+    if not (tau > 0 and np.all(shares > 0)):  # converged: the one root (S rises with tau)
+        return None
+    shares = shares / shares.sum()
+    while shares.sum() > 1.0:  # round-off: an ulp down each (every finish moves by ulps)
+        shares = np.nextafter(shares, 0.0)
+    if shares.min() * uplink.n >= 1.0 - 1e-9:  # near equal's: equal's may be the least
+        equal = equal_shares(uplink)
+        if np.max(uplink.upload_time_s(shares)) >= np.max(uplink.upload_time_s(equal)):
+            return equal
+    return shares
+
+
+def bracketed_equal_finish(uplink: Uplink) -> np.ndarray:
+    """Equal-finish's shares where joint_newton does not converge: T by scipy's Newton
+    method (root_scalar) on share_estimate from the lower end (each s_k(T) is convex and
+    falling, so the steps climb to the root without overshooting), scipy.optimize.brentq
+    in the bracket where it does not converge; T then moves up by 1, 2, 4, ... ulps until
+    share_for_time's shares fit the band."""
     alone_s = float(np.max(uplink.upload_time_s(np.ones(uplink.n))))
     equal_s = float(np.max(uplink.upload_time_s(equal_shares(uplink))))
 

@@ -55,9 +55,18 @@ class Policy:
         a key left out or None keeps the plan's value. None: keep everything."""
         return None
 
+    def state_dict(self) -> dict:
+        """The object's own state, for a checkpoint: a dict of plain data (numbers, strings,
+        None, lists, dicts with string keys, numpy arrays of numbers or booleans). Override
+        it, with load_state_dict, when the choices depend on more than the observation."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """On resume, what state_dict returned (its arrays as numpy arrays)."""
+
 
 def decides(cls: type, method: str) -> bool:
-    """Whether a Policy class overrides `method` (select or allocate)."""
+    """Whether a Policy class overrides `method` (select, allocate, state_dict)."""
     return getattr(cls, method) is not getattr(Policy, method)
 
 

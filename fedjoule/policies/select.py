@@ -100,10 +100,15 @@ def select_age(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray
     """Age of update (Yang, Arafa, Quek, Poor, ICASSP 2020, arXiv 1910.14648): the server
     favours the clients whose last update is oldest, jointly with their channel. Priority
     age_k (rounds since selected), times log2(1 + SINR_k) when the CSI is observed: the
-    product form of that joint rule, not the paper's derived index."""
+    product form of that joint rule, not the paper's derived index. A client whose SINR is
+    not known yet (csi last, never uploaded: nan) counts at its mean SINR, as the
+    allocators take it (observe.Observer.known_snr_db), not last."""
     priority = obs.age_rounds.astype(float)
     if obs.sinr_db is not None:
-        priority = priority * spectral_efficiency(obs.sinr_db)
+        sinr_db = obs.sinr_db
+        if obs.mean_sinr_db is not None:
+            sinr_db = np.where(np.isnan(sinr_db), obs.mean_sinr_db, sinr_db)
+        priority = priority * spectral_efficiency(sinr_db)
     return top(obs, priority, m)
 
 

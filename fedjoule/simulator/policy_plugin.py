@@ -1,7 +1,8 @@
 """A plug-in policy in the round's policy step (policies/plugin.py, docs/writing-a-policy.md):
 built once from the scenario's policy.class and options; its select and allocate called
 with the observation; a failure, or a decision that breaks the round's limits, refused
-with one error naming its spec (plugins.call_plugin, policies.observation.check_decision)."""
+with one error naming its spec (plugins.call_plugin, policies.observation.check_decision);
+its own state (state_dict), plain data only, saved with the checkpoint's policy state."""
 
 import numpy as np
 
@@ -10,6 +11,40 @@ from fedjoule.plugins import call_plugin
 from fedjoule.policies.observation import Decision, Observation, check_decision
 from fedjoule.policies.plugin import DECIDED, Plan, decides, policy_class
 from fedjoule.scenarios.schema.policy import band_share_refusal
+
+
+PLAIN = "numbers, strings, None, lists, dicts with string keys, numpy arrays of numbers"
+
+
+def plain_refusal(value, where: str) -> str | None:
+    """What in `value` a checkpoint cannot hold as plain data (`where`: its path), or None."""
+    if value is None or isinstance(value, bool | int | float | str | np.number | np.bool_):
+        return None
+    if isinstance(value, np.ndarray):
+        return None if value.dtype.kind in "biuf" else f"{where}: an array of {value.dtype}"
+    if isinstance(value, list | tuple):
+        found = (plain_refusal(v, f"{where}[{i}]") for i, v in enumerate(value))
+        return next((f for f in found if f), None)
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if not isinstance(key, str):
+                return f"{where}: the key {key!r}"
+            found = plain_refusal(v, f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    return f"{where}: a {type(value).__name__}"
+
+
+def as_numpy(value):
+    """A checkpoint's plain data with its tensors (the saved numpy arrays) as numpy arrays."""
+    if hasattr(value, "numpy"):
+        return value.numpy().copy()
+    if isinstance(value, dict):
+        return {k: as_numpy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(as_numpy(v) for v in value)
+    return value
 
 
 class PluginPolicy:
@@ -22,6 +57,7 @@ class PluginPolicy:
         what = f"policy {self.spec!r} (its constructor)"
         self.policy = call_plugin(what, cls, **section.options)
         self.allocates = decides(cls, "allocate")
+        self.keeps_state = decides(cls, "state_dict")
 
     def select(self, obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray:
         """Its selection: at most m of the candidates, each once, sorted."""
@@ -33,6 +69,26 @@ class PluginPolicy:
             )
         check_decision(Decision(ids), self.spec, obs.client_id)
         return np.sort(ids)
+
+    def state_dict(self) -> dict | None:
+        """Its own state (Policy.state_dict), checked to be plain data; None when the class
+        keeps none."""
+        if not self.keeps_state:
+            return None
+        what = f"policy {self.spec!r} state_dict"
+        state = call_plugin(what, self.policy.state_dict)
+        refusal = plain_refusal(state, "") if isinstance(state, dict) else "not a dict"
+        if refusal:
+            raise FedjouleError(
+                f"{what} returned {str(state)[:60]} ({refusal.lstrip(': ')}); a checkpoint "
+                f"holds plain data only: a dict of {PLAIN}"
+            )
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Its state back from a checkpoint (its arrays as numpy arrays)."""
+        what = f"policy {self.spec!r} load_state_dict"
+        call_plugin(what, self.policy.load_state_dict, as_numpy(state))
 
     def ids(self, chosen) -> np.ndarray:
         ids = np.atleast_1d(np.asarray(chosen))

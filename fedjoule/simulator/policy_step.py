@@ -90,6 +90,7 @@ class PolicyStep:
         self.n_samples = np.ones(n) if samples is None else np.asarray(samples, dtype=float)
         self.freq_low_hz, self.freq_high_hz, self.freq_now_hz = dvfs_ranges(world)
         self.plugin = None if self.policy.class_ is None else PluginPolicy(self.policy)
+        self.sent_by_dispatch: dict | None = None  # keep_sent_losses
 
     # ------------------------------------------------------------------ 2. select
     def select(
@@ -227,9 +228,26 @@ class PolicyStep:
         records it in training, train_loss.py)."""
         return self.policy.select in LOSS_DRIVEN
 
-    def trained(self, clients: np.ndarray, loss) -> None:
-        """After step 4: each client's mean training loss, sent with its update."""
-        self.observer.sent_loss[np.asarray(clients)] = loss.cpu().numpy()
+    def trained(self, clients: np.ndarray, loss, r: int) -> None:
+        """After step 4 of round or dispatch r: each client's mean training loss, sent with
+        its update (and kept by dispatch, keep_sent_losses)."""
+        clients, sent = np.asarray(clients), loss.cpu().numpy()
+        self.observer.sent_loss[clients] = sent
+        if self.sent_by_dispatch is not None:
+            self.sent_by_dispatch[r] = (clients.copy(), sent.copy())
+
+    def keep_sent_losses(self) -> None:
+        """For a protocol that replays its timeline without training on resume (async,
+        buffered): keep, in the checkpoint, the losses each dispatch's clients sent, which
+        the replay sends again (resend), so a loss-driven selector replays its choices."""
+        if self.reads_loss:
+            self.sent_by_dispatch = {}
+
+    def resend(self, r: int) -> None:
+        """A replayed dispatch r: the losses its clients sent in the run, as sent again."""
+        if self.sent_by_dispatch is not None and r in self.sent_by_dispatch:
+            clients, sent = self.sent_by_dispatch[r]
+            self.observer.sent_loss[clients] = sent
 
     def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
         """After the row is closed: what the server learnt this round (Observer.record;
@@ -242,11 +260,36 @@ class PolicyStep:
         self.observer.measure(r, start_s, ClientsOfRound.from_records(records), staleness)
 
     def reset(self) -> None:
-        """What the server knew at time 0 (a protocol's replay of its timeline)."""
+        """What the server knew at time 0 (a protocol's replay of its timeline), and the
+        plug-in as built (its own state at time 0)."""
         self.observer = Observer(self.world)
+        if self.plugin is not None:
+            self.plugin = PluginPolicy(self.policy)
 
     def state_dict(self) -> dict:
-        return self.observer.state_dict()
+        """The observer's kept arrays; a plug-in's own state under "plugin"."""
+        saved = self.observer.state_dict()
+        plugin = None if self.plugin is None else self.plugin.state_dict()
+        if plugin is not None:
+            saved["plugin"] = plugin
+        if self.sent_by_dispatch is not None:
+            sent = self.sent_by_dispatch
+            saved["sent_by_dispatch"] = {
+                "dispatch": np.repeat(np.fromiter(sent, int), [len(c) for c, _ in sent.values()]),
+                "client": np.concatenate([c for c, _ in sent.values()] or [np.zeros(0, int)]),
+                "loss": np.concatenate([v for _, v in sent.values()] or [np.zeros(0)]),
+            }
+        return saved
 
     def load_state_dict(self, saved: dict) -> None:
+        """A checkpoint's state (one without a plug-in's leaves it as built)."""
         self.observer.load_state_dict(saved)
+        if self.plugin is not None and "plugin" in saved:
+            self.plugin.load_state_dict(saved["plugin"])
+        if self.sent_by_dispatch is not None and "sent_by_dispatch" in saved:
+            rows = {k: np.asarray(v) for k, v in saved["sent_by_dispatch"].items()}
+            starts = np.flatnonzero(np.diff(rows["dispatch"], prepend=-1))  # by dispatch
+            self.sent_by_dispatch = {
+                int(rows["dispatch"][a]): (rows["client"][a:b], rows["loss"][a:b])
+                for a, b in zip(starts, [*starts[1:], len(rows["dispatch"])], strict=True)
+            }

@@ -1,13 +1,21 @@
 """The selectors' and check_decision's fast paths (benchmarks/policies.py) give what the
 plain definitions give: top's partial sort, round robin's rotation, the sorted look-up; the
 bandwidth solvers' Newton estimates are within ulps of their bisections, which end on the
-boundary of their tests."""
+boundary of their tests; equal-finish's joint Newton gives its bracketed search's shares."""
 
 import numpy as np
 import pytest
 
 from fedjoule.errors import FedjouleError
-from fedjoule.policies.bandwidth import Uplink, share_estimate, share_for_time
+from fedjoule.policies.bandwidth import (
+    Uplink,
+    bracketed_equal_finish,
+    equal_finish_shares,
+    equal_shares,
+    joint_newton,
+    share_estimate,
+    share_for_time,
+)
 from fedjoule.policies.min_energy import (
     marginal_saving,
     share_estimate_at_price,
@@ -95,3 +103,33 @@ def test_shares_at_price_is_the_tests_boundary_and_the_estimate_within_ulps(upli
         assert not np.any((above < 1) & (marginal_saving(uplink, above) > price))
         estimate = share_estimate_at_price(uplink, least, price)
         np.testing.assert_allclose(estimate, shares, rtol=1e-12)
+
+
+def spread_uplinks():
+    """uplinks()' first, and 2, 100 and 1000 clients at -15 to 65 dB on the whole band."""
+    gen, noise_w_per_hz = np.random.default_rng(6), 4e-21
+    spread = [uplinks()[0]]
+    for m in (2, 100, 1000):
+        rx_w = 10 ** (gen.uniform(-15, 65, m) / 10) * noise_w_per_hz * 1e6
+        spread.append(Uplink(np.full(m, 6e3), np.full(m, 0.2), 1e6, rx_power_w=rx_w,
+                             noise_psd_w_per_hz=noise_w_per_hz))  # fmt: skip
+    return spread
+
+
+@pytest.mark.parametrize("uplink", spread_uplinks(), ids=["60", "2", "100", "1000"])
+def test_equal_finish_newton_gives_the_bracketed_search_shares(uplink):
+    assert joint_newton(uplink) is not None  # the fast path, not its fallback
+    shares, searched = equal_finish_shares(uplink), bracketed_equal_finish(uplink)
+    assert shares.sum() <= 1.0 and shares.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(shares, searched, rtol=1e-10)
+    times = uplink.upload_time_s(shares)
+    np.testing.assert_allclose(times, uplink.upload_time_s(searched), rtol=1e-12)
+    assert times.max() / times.min() - 1 <= 1e-12
+
+
+@pytest.mark.parametrize("m", [2, 7, 100])
+def test_equal_finish_of_identical_clients_is_equal_on_both_paths(m):
+    uplink = Uplink(np.full(m, 1e6), np.full(m, 0.1), 1e6, rx_power_w=np.full(m, 1e-12))
+    equal = equal_shares(uplink)
+    assert equal_finish_shares(uplink).tolist() == equal.tolist()
+    np.testing.assert_allclose(bracketed_equal_finish(uplink), equal, rtol=1e-15)

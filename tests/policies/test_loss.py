@@ -160,9 +160,9 @@ def played(policy: dict, size: int, m: int, rounds: int, deadline_s: float):
     sent = {}
     trained = step.trained
 
-    def spy(clients, loss):  # what the clients sent, as the engine hands it over
+    def spy(clients, loss, r):  # what the clients sent, as the engine hands it over
         sent.update(zip(np.asarray(clients).tolist(), loss.tolist(), strict=True))
-        trained(clients, loss)
+        trained(clients, loss, r)
 
     step.trained = spy
     before = [step.observer.loss.copy()]

@@ -13,11 +13,14 @@ import numpy as np
 import pytest
 import yaml
 
+import fedjoule
+
 from fedjoule.cli import invoke
 from fedjoule.plugins import REGISTRY, load_spec
 from fedjoule.policies.plugin import Plan
 from fedjoule.report.table import read_table
 from fedjoule.scenarios.loading import load_scenario
+from fedjoule.simulator.checkpoint import read_checkpoint
 from fedjoule.simulator.run import run_scenario
 from tests.policies.helpers import observation
 
@@ -312,6 +315,73 @@ def test_resume_checks_the_plugins_sha256(tmp_path, capsys):
     (folder / "battery_floor.py").write_text(EXAMPLE.read_text())
     assert invoke(["run", "--resume", "--out", str(out), "-q", *allow]) == 0
     assert len(read_table(out / "rounds.csv")) == 2
+
+
+STATEFUL = """
+import numpy as np
+from fedjoule.policies.plugin import Policy
+
+class Turns(Policy):
+    \"\"\"The m candidates it picked least often, ties along a ring its round count turns.\"\"\"
+    def __init__(self, n_clients=8):
+        self.rounds, self.picked = 0, np.zeros(n_clients)
+    def select(self, obs, m, gen):
+        ring = (obs.client_id - 3 * self.rounds) % obs.n_clients
+        chosen = obs.client_id[np.lexsort((ring, self.picked[obs.client_id]))[:m]]
+        self.picked[chosen] += 1
+        self.rounds += 1
+        return chosen
+    def state_dict(self):
+        return {"rounds": self.rounds, "picked": self.picked, "note": ["turns", None]}
+    def load_state_dict(self, state):
+        assert isinstance(state["picked"], np.ndarray), type(state["picked"])
+        self.rounds, self.picked = state["rounds"], state["picked"]
+class Opaque(Policy):
+    def select(self, obs, m, gen):
+        return obs.client_id[:m]
+    def state_dict(self):
+        return {"seen": {1, 2}}
+"""
+TRAINING = {"dataset": {"synthetic": {"avg_samples": 20, "test_samples": 20}},
+            "round": {"deadline_s": None}}  # fmt: skip
+
+
+def without_wall_times(path: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if "wall" not in k} for row in read_table(path)]
+
+
+def test_a_plugins_own_state_is_checkpointed_and_resumes_to_the_straight_run(tmp_path):
+    """Turns keeps its round count and pick counts: 8 clients, 3 a round, rounds 0 and 1
+    take 0-2 and 3-5 (ring offsets 0 and 3), so the checkpoint after round 2 holds
+    rounds 2 and picks [1 1 1 1 1 1 0 0]; resumed from it, the run equals the straight one
+    (a fresh object would start round 2 from clients 0-2 again)."""
+    policy = {"select": "custom", "class": "pol.py:Turns"}
+    path = scenario_file(tmp_path / "exp", policy, STATEFUL, training={"rounds": 4,
+                         "clients_per_round": 3}, **TRAINING)  # fmt: skip
+    options = {"quiet": True, "device": "cpu", "allow_plugin_paths": [tmp_path / "exp"]}
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    fedjoule.run(path, whole, **options)
+    fedjoule.run(path, cut, on_round=lambda row: row["round"] < 1, **options)
+    saved = read_checkpoint(cut / "checkpoint.pt")["simulation"]["policy"]["plugin"]
+    assert saved["rounds"] == 2 and saved["note"] == ["turns", None]
+    assert saved["picked"].tolist() == [1, 1, 1, 1, 1, 1, 0, 0]
+    fedjoule.run(None, cut, resume=True, **options)
+    for name in ("rounds.csv", "clients.csv"):
+        assert without_wall_times(cut / name) == without_wall_times(whole / name)
+    picked = [int(c["selected"]) for c in read_table(whole / "clients.csv")]
+    assert picked == [2, 2, 2, 2, 1, 1, 1, 1]  # round 2: 0, 6, 7; round 3 (ring from 1): 1-3
+
+
+def test_a_plugin_state_that_is_not_plain_data_is_one_error_line(tmp_path, capsys):
+    path = scenario_file(tmp_path, {"select": "custom", "class": "pol.py:Opaque"}, STATEFUL,
+                         **TRAINING)  # fmt: skip
+    assert invoke(["run", str(path), "-q", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: policy 'pol.py:Opaque' state_dict returned {'seen': {1, 2}} (['seen']: a set); "
+        "a checkpoint holds plain data only: a dict of numbers, strings, None, lists, dicts "
+        "with string keys, numpy arrays of numbers"
+    ), err
 
 
 # --------------------------------------------------------------------------- entry points

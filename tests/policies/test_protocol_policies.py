@@ -11,6 +11,7 @@ import pytest
 
 from fedjoule.api import load_scenario
 from fedjoule.cli import invoke
+from fedjoule.simulator.checkpoint import read_checkpoint
 from fedjoule.simulator.run import run_scenario
 from fedjoule.simulator.system_simpy import SimpySystemSimulation
 from fedjoule.simulator.system_world import build_system_world
@@ -190,6 +191,39 @@ def test_a_stopped_buffered_run_with_a_policy_resumes_to_the_same_rows(tmp_path)
     for x, y in zip(a, b, strict=True):
         x.pop("wall_time_s"), y.pop("wall_time_s")
         assert x == y
+
+
+@pytest.mark.parametrize(
+    "kind, select", [("async", "oort"), ("buffered", "oort"), ("buffered", "power-of-choice")]
+)
+def test_a_stopped_streaming_run_with_a_loss_driven_selector_resumes_to_the_same_rows(
+    tmp_path, kind, select
+):
+    """The replay trains nothing, so it sends again the losses each dispatch's clients sent
+    in the run (kept in the checkpoint by dispatch): the selector makes the run's choices
+    and the resumed run ends at the straight run's rows (before, the replay's selections
+    differed and the resume was refused)."""
+    scenario = load_scenario(
+        scenario_file(
+            tmp_path,
+            training={"rounds": 8, "clients_per_round": 3},
+            population={"size": 20},
+            protocol={"kind": kind, "concurrency": 4},
+            policy={"select": select},
+        )
+    )
+    options = {"device": "cpu", "executor": "vectorised"}
+    whole, _ = run_scenario(scenario, tmp_path / "whole", **options)
+    stopped, _ = run_scenario(scenario, tmp_path / "stopped", stop_after=3, **options)
+    sent = read_checkpoint(stopped / "checkpoint.pt")["simulation"]["policy"]["sent_by_dispatch"]
+    assert len(sent["dispatch"]) == len(sent["client"]) == len(sent["loss"]) >= 6
+    run_scenario(scenario, stopped, resume=True, **options)
+    for name in ("rounds.csv", "clients.csv"):
+        a, b = rows(whole / name), rows(stopped / name)
+        assert len(a) == len(b) == (8 if name == "rounds.csv" else 20)
+        for x, y in zip(a, b, strict=True):
+            x.pop("wall_time_s", None), y.pop("wall_time_s", None)
+            assert x == y
 
 
 def test_band_shares_under_async_are_refused(tmp_path, capsys):

@@ -80,6 +80,24 @@ def test_age_picks_the_oldest_updates_and_weighs_them_by_the_channel():
     assert select_age(obs, 2, None).tolist() == [1, 3]
 
 
+def test_age_with_csi_last_counts_an_unknown_sinr_at_its_mean():
+    """csi last: a client never heard from has no measured SINR (nan). It counts at its
+    mean SINR, so with every mean equal the ranking is csi none's, ages only (the oldest,
+    never heard, first); a known SINR weighs its age as before."""
+    ages, nan = np.array([3, 1, 7, 7, 2]), np.nan
+    by_age = select_age(observation(5, 6, age_rounds=ages), 2, None).tolist()
+    assert by_age == [2, 3]
+    unknown = observation(5, 6, age_rounds=ages, sinr_db=np.full(5, nan),
+                          mean_sinr_db=np.full(5, 10.0))  # fmt: skip
+    assert select_age(unknown, 2, None).tolist() == by_age
+    # priorities 3 log2(11) = 10.38, 1 x 9.97, 7 log2(2) = 7 (mean 0 dB), 7 log2(11) = 24.2,
+    # 2 log2(1 + 10^0.3) = 3.17
+    obs = observation(5, 6, age_rounds=ages, sinr_db=np.array([10.0, 30.0, nan, nan, 3.0]),
+                      mean_sinr_db=np.array([10.0, 30.0, 0.0, 10.0, 3.0]))  # fmt: skip
+    assert select_age(obs, 2, None).tolist() == [0, 3]
+    assert select_age(obs, 3, None).tolist() == [0, 1, 3]
+
+
 def test_oort_utility_and_exploration_by_hand():
     assert oort_exploration(0) == 0.9
     assert oort_exploration(10) == pytest.approx(0.9 * 0.98**10)

@@ -77,6 +77,8 @@ class Streaming(Counts):
         self.state = StreamingState()
         self.diverged = False  # the last applied model holds NaN/inf
         self.saved: dict | None = None  # a checkpoint's state, until the replay reaches it
+        if sim.policy_step is not None:  # a loss-driven selector's losses, for a replay
+            sim.policy_step.keep_sent_losses()
 
     def s(self, t: float) -> float:
         kind, a = self.weight  # (default polynomial, a = 0.5: FedBuff's 1 / sqrt(1 + t))
@@ -290,6 +292,8 @@ class StreamingServer:
         if self.replaying:  # the count the run had at this dispatch (training_costs)
             counted = [entry for entry in self.learning["protocol"]["gradients"] if entry[0] <= g]
             sim.count_gradients(list(counted[-1][1]) if counted else [])
+            if sim.policy_step is not None:  # and the losses its clients sent
+                sim.policy_step.resend(g)
             return None
         lr = round_lr(self.scenario.training, protocol.state.version)
         trained = sim.train(sim.model(), allocation, g, lr)
