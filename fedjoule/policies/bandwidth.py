@@ -7,7 +7,6 @@ import numpy as np
 from scipy.optimize import brentq, root_scalar
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ, airtime_s, shannon_rate_bps, snr_linear
-from fedjoule.channel.sharing import FINISH_TOLERANCE_S
 
 # Bisection on a share or a time halves its interval until the two ends are adjacent
 # floats; 200 halvings bound it (a share in (0, 1] needs fewer than 1100 only below 1e-300).
@@ -257,30 +256,3 @@ def bracketed_equal_finish(uplink: Uplink) -> np.ndarray:
             break
         time_s = min(time_s * (1.0 + 2.0**i * np.finfo(float).eps), equal_s)
     return shares
-
-
-def shared_upload_time_s(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
-    """Each client's upload time under the weighted sharing the engines play (channel/
-    sharing.fdma_uplink, generalised processor sharing, Parekh & Gallager 1993), all
-    starting together: phase by phase the clients still sending share the band by weight,
-    s_k = w_k / sum of their w_j, at the channel's rate on that share, until the first
-    finishes (within FINISH_TOLERANCE_S, as the engine); the band is then re-divided among
-    the rest. inf for a weight of 0."""
-    weights = np.asarray(weights, dtype=float)
-    left_bits = np.array(uplink.bits, dtype=float) * np.ones(uplink.n)
-    done_s = np.full(uplink.n, np.inf)
-    sending = weights > 0
-    now_s = 0.0
-    while sending.any():
-        share = np.where(sending, weights / weights[sending].sum(), 0.0)
-        rate_bps = uplink.rate_bps(share)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step_s = float(np.min(np.where(sending, left_bits / rate_bps, np.inf)))
-        left_bits = np.where(sending, left_bits - rate_bps * step_s, left_bits)
-        now_s += step_s
-        ends = sending & (left_bits <= rate_bps * FINISH_TOLERANCE_S)
-        if not ends.any():  # round-off left the earliest a few bits short (as the engine)
-            ends[np.argmin(np.where(sending, left_bits / rate_bps, np.inf))] = True
-        done_s[ends] = now_s
-        sending &= ~ends
-    return done_s

@@ -8,8 +8,9 @@ import pytest
 
 from fedjoule.channel.link import NOISE_PSD_W_PER_HZ
 from fedjoule.channel.sharing import UplinkClients, fdma_uplink
-from fedjoule.policies.bandwidth import Uplink, equal_shares, shared_upload_time_s
+from fedjoule.policies.bandwidth import Uplink, equal_shares
 from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_weights
+from fedjoule.policies.shared_upload import shared_upload_time_s
 
 W_HZ = 1e6
 # the hand case of docs/policies.md: SNR 37, 27, 17, 12 dB on the whole 1 MHz band, 6 kbit

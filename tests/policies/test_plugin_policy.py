@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 import fedjoule
-
 from fedjoule.cli import invoke
 from fedjoule.plugins import REGISTRY, load_spec
 from fedjoule.policies.plugin import Plan

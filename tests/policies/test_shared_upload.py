@@ -1,0 +1,99 @@
+"""The weighted sharing's predictor (policies/shared_upload.py) and min-energy's closed
+forms: the triangular solve equals the phase-by-phase walk on 60 clients for equal, random,
+steep and partly zero weights, and so does its walk fallback; heSRPT's weights are
+i^c - (i-1)^c by hand; the elasticity exponent is 1 / (1 - e) by hand; min-energy never
+spends more than equal weights and stays within 1 % of a dense grid of its own family."""
+
+import math
+
+import numpy as np
+import pytest
+
+from fedjoule.channel.link import NOISE_PSD_W_PER_HZ
+from fedjoule.policies import shared_upload as module
+from fedjoule.policies.bandwidth import Uplink, equal_shares
+from fedjoule.policies.min_energy import (
+    MOST_EXPONENT,
+    elasticity_exponent,
+    hesrpt_weights,
+    min_energy_weights,
+    softmax,
+)
+from fedjoule.policies.shared_upload import phase_upload_time_s, shared_upload_time_s
+
+W_HZ = 1e6
+
+
+def uplink(m: int, seed: int, bits=None) -> Uplink:
+    """m clients, SNR on the whole band -15 to 65 dB (as default-theory's), 0.2 or 0.01 W."""
+    gen = np.random.default_rng(seed)
+    snr_db = gen.uniform(-15.0, 65.0, m)
+    bits = np.full(m, 6e3) if bits is None else bits
+    power_w = np.where(gen.random(m) < 0.8, 0.2, 0.01)
+    rx_w = 10 ** (snr_db / 10) * NOISE_PSD_W_PER_HZ * W_HZ
+    return Uplink(bits, power_w, W_HZ, rx_power_w=rx_w)
+
+
+def weight_cases(m: int, gen) -> list:
+    steep = softmax(-0.3 * gen.permutation(m))
+    some_zero = np.where(gen.random(m) < 0.2, 0.0, gen.random(m))
+    return [equal_shares(uplink(m, 0)), gen.random(m), gen.random(m) ** 8, steep, some_zero]
+
+
+@pytest.mark.parametrize("bits", ["equal", "mixed"])
+def test_the_triangular_solve_is_the_phase_walk(bits):
+    gen = np.random.default_rng(3)
+    sizes = None if bits == "equal" else gen.uniform(1e3, 5e4, 60)
+    up = uplink(60, 1, sizes)
+    for weights in weight_cases(60, gen):
+        walked_s = phase_upload_time_s(up, weights)
+        solved_s = shared_upload_time_s(up, weights)
+        assert np.array_equal(np.isinf(solved_s), weights == 0)
+        sending = weights > 0
+        assert solved_s[sending] == pytest.approx(walked_s[sending], rel=1e-12, abs=0)
+
+
+def test_the_fallback_walk_gives_the_same_times(monkeypatch):
+    up, weights = uplink(40, 2), np.random.default_rng(4).random(40)
+    expected_s = shared_upload_time_s(up, weights)
+    monkeypatch.setattr(module, "ORDER_TRIES", 0)  # no guess: the walk at once
+    assert shared_upload_time_s(up, weights) == pytest.approx(expected_s, rel=1e-12, abs=0)
+
+
+def test_hesrpt_weights_by_hand():
+    order = np.array([2, 0, 3, 1])  # client 2 ends first (i = 4), client 1 last (i = 1)
+    # c = 2: i^2 - (i-1)^2 = 2i - 1 = 7, 5, 3, 1 over 16
+    assert hesrpt_weights(order, 2.0)[[2, 0, 3, 1]] == pytest.approx(
+        np.array([7, 5, 3, 1]) / 16, rel=1e-14
+    )
+    assert hesrpt_weights(order, 1.0) == pytest.approx(np.full(4, 0.25), rel=1e-15)
+    steep = hesrpt_weights(order, MOST_EXPONENT)  # one at a time
+    assert steep[2] == pytest.approx(1.0, rel=1e-12) and steep[1] < 1e-25
+
+
+def test_the_elasticity_exponent_by_hand():
+    up = uplink(5, 7)
+    x = up.rx_power_w / (NOISE_PSD_W_PER_HZ * W_HZ / 5)  # SNR on the equal share 1/5
+    e = 1 - x / ((1 + x) * np.log1p(x))  # d ln(s ln(1 + a/s)) / d ln s
+    expected = 1 / (1 - np.sum(up.tx_power_w * e) / np.sum(up.tx_power_w))
+    assert elasticity_exponent(up) == pytest.approx(expected, rel=1e-12)
+    fixed = Uplink(np.full(3, 6e3), np.full(3, 0.2), W_HZ, snr=np.array([7.0, 1.0, 31.0]))
+    assert elasticity_exponent(fixed) == MOST_EXPONENT
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("deadline_s", [math.inf, 0.14])  # 0.14 s: heSRPT late, equal not
+def test_min_energy_beats_equal_and_its_family_grid(seed, deadline_s):
+    up = uplink(30, seed)
+    energy_j = lambda w: float(np.sum(up.tx_power_w * shared_upload_time_s(up, w)))  # noqa: E731
+    on_time = lambda w: bool(np.all(shared_upload_time_s(up, w) <= deadline_s))  # noqa: E731
+    weights = min_energy_weights(up, deadline_s)
+    assert weights.sum() == pytest.approx(1.0, abs=1e-12) and on_time(weights)
+    equal = equal_shares(up)
+    assert not on_time(equal) or energy_j(weights) <= energy_j(equal)
+    smith = np.argsort(up.upload_time_s(np.ones(30)) / up.tx_power_w, kind="stable")
+    rank = np.argsort(smith, kind="stable")
+    grid = [softmax(-a * rank) for a in np.geomspace(1e-3, 10, 200)]
+    grid += [hesrpt_weights(smith, c) for c in np.geomspace(1, 100, 200)]
+    best_j = min(energy_j(w) for w in grid if on_time(w))
+    assert energy_j(weights) <= best_j * 1.01
