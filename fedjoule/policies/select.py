@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from fedjoule.channel.link import shannon_rate_bps
 from fedjoule.channel.units import db_to_linear
 from fedjoule.policies.observation import Observation
 
@@ -27,13 +26,22 @@ def top(obs: Observation, score: np.ndarray, m: int) -> np.ndarray:
     if 0 < m < len(key):  # sort only the m best and those tied with the m-th (nan: last)
         kth = np.partition(key, m - 1)[m - 1]
         if not np.isnan(kth):
-            ids, key = ids[key <= kth], key[key <= kth]
+            best = key <= kth
+            ids, key = ids[best], key[best]
     return np.sort(ids[np.lexsort((ids, key))[:m]])
 
 
 def spectral_efficiency(sinr_db: np.ndarray) -> np.ndarray:
-    """log2(1 + SINR) in bit/s/Hz: the channel's Shannon rate over 1 Hz."""
-    return shannon_rate_bps(1.0, db_to_linear(sinr_db))
+    """log2(1 + SINR) in bit/s/Hz: the channel's Shannon rate over 1 Hz (link.shannon_rate_bps
+    at B = 1, without its product by 1)."""
+    return np.log2(1.0 + db_to_linear(sinr_db))
+
+
+def mean_spectral_efficiency(obs: Observation) -> np.ndarray:
+    """spectral_efficiency(obs.mean_sinr_db): kept by the engine's observation (the mean
+    changes only with the world, simulator/observe.py), else computed."""
+    kept = getattr(obs, "mean_spectral_efficiency", None)
+    return spectral_efficiency(obs.mean_sinr_db) if kept is None else kept
 
 
 def uniform_draw(
@@ -92,7 +100,7 @@ def select_proportional_fair(obs: Observation, m: int, gen: np.random.Generator)
     obs.needs_csi("proportional-fair")
     if obs.mean_sinr_db is None:
         raise ValueError("proportional-fair needs Observation.mean_sinr_db with the CSI")
-    ratio = spectral_efficiency(obs.sinr_db) / spectral_efficiency(obs.mean_sinr_db)
+    ratio = spectral_efficiency(obs.sinr_db) / mean_spectral_efficiency(obs)
     return top(obs, ratio, m)
 
 
