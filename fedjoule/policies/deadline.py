@@ -65,6 +65,6 @@ def deadline_steps(step_time_s, comm_time_s, deadline_s, max_steps) -> np.ndarra
         k = np.floor(slack_s / step_s)
     k = np.where((k == k) & (k > -np.inf), k, 1.0)  # nan and -inf: 1, +inf: max_steps
     k = np.minimum(np.maximum(k, 0), max_steps)
-    k = np.where(k * step_s > slack_s, k - 1, k)
-    k = np.where((k + 1) * step_s <= slack_s, k + 1, k)
+    k = k - (k * step_s > slack_s)  # one less where the product is late
+    k = k + ((k + 1) * step_s <= slack_s)  # one more where it still fits
     return np.minimum(np.maximum(k, 1), max_steps).astype(int)[()]

@@ -23,11 +23,14 @@ OORT_CUT_OFF = 0.9
 def top(obs: Observation, score: np.ndarray, m: int) -> np.ndarray:
     """The m candidates of highest score, ties to the lower client id, sorted by id."""
     ids, key = obs.client_id, -np.asarray(score, dtype=float)
-    if 0 < m < len(key):  # sort only the m best and those tied with the m-th (nan: last)
-        kth = np.partition(key, m - 1)[m - 1]
-        if not np.isnan(kth):
-            best = key <= kth
-            ids, key = ids[best], key[best]
+    if 0 < m < len(key):  # the m-th best: all better, then the lowest ids tied with it
+        kth = key.min()  # m or more tied at the best (all never selected, full): no
+        if np.count_nonzero(key == kth) < m:  # partition, slow over many equal keys
+            kth = np.partition(key, m - 1)[m - 1]
+        if not np.isnan(kth):  # (nan: last)
+            better, tied = ids[key < kth], ids[key == kth]
+            tied = np.partition(tied, m - len(better) - 1)[: m - len(better)]
+            return np.sort(np.concatenate([better, tied]))
     return np.sort(ids[np.lexsort((ids, key))[:m]])
 
 
