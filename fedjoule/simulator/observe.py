@@ -12,9 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fedjoule import rng
-from fedjoule.channel.cell import mean_uplink_snr_db
-from fedjoule.channel.fading import fading_power
+from fedjoule.channel.cell import mean_uplink_snr_db, uplink_fading
 from fedjoule.channel.link import airtime_s, shannon_rate_bps
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.policies.observation import Observation
@@ -67,18 +65,14 @@ class Observer:
         return mean_uplink_snr_db(channel, world.cell, world.population.tx_power_w, band_hz)
 
     def round_snr_db(self, r: int, clients: np.ndarray) -> np.ndarray:
-        """Round r's uplink SNR of the clients (their block fading, cell.round_fading: the
-        draw both engines make from the same stream): the mean SNR plus 10 log10 |h|^2.
-        The fading of every client is drawn once a round (select, allocate and record ask
+        """Round r's uplink SNR of the clients (their block fading, cell.uplink_fading: the
+        draw both engines make, shared with them): the mean SNR plus 10 log10 |h|^2. The
+        fading of every client is drawn once a round (select, allocate and record ask
         again), the SNR only for the clients asked."""
         if self._fading[0] != r:
             scenario = self.world.scenario
             n = self.world.population.size
-            gen = rng.stream(scenario.seed, "fading", r)  # round_fading's, its uplink half
-            up_fading = fading_power(
-                gen, scenario.channel.fading, n, k_factor=scenario.channel.rician_k
-            )
-            self._fading = (r, up_fading)
+            self._fading = (r, uplink_fading(scenario.channel, n, scenario.seed, r))
         with np.errstate(divide="ignore"):
             return self.mean_sinr_db[clients] + 10 * np.log10(self._fading[1][clients])
 
