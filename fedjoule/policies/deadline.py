@@ -35,14 +35,17 @@ def deadline_frequency_hz(
         freq_min_hz, freq_max_hz))  # fmt: skip
     shape = np.broadcast(c, batch, steps, comm_s, deadline_s, low, high).shape
     low, high = (a if a.shape == shape else np.broadcast_to(a, shape) for a in (low, high))
-    cycles = c * batch  # one step's, c B (compute_time_s: K (c B / (n f)))
+    cycles = c * batch  # one step's, c B (compute_time_s: K (c B / (n f)); n f is f at n = 1)
+    one_core = np.ndim(cores) == 0 and cores == 1
     slack_s = deadline_s - comm_s
     with np.errstate(divide="ignore", invalid="ignore"):
-        freq = np.where(slack_s > 0, steps * (cycles / (1.0 * cores)) / slack_s, np.inf)
+        work = steps * (cycles if one_core else cycles / (1.0 * np.asarray(cores)))
+        freq = np.where(slack_s > 0, work / slack_s, np.inf)
     freq = np.minimum(np.maximum(freq, low), high)
 
     def late(f):
-        return (comm_s + steps * (cycles / (f * cores)) > deadline_s) & (f < high)
+        spent_s = steps * (cycles / (f if one_core else f * cores))
+        return (comm_s + spent_s > deadline_s) & (f < high)
 
     for _ in range(16):  # round-off: a few floats up while late, down while one lower fits
         lower = np.maximum(np.nextafter(freq, 0), low)

@@ -157,8 +157,11 @@ def _check_frequencies(policy, ids, freq_hz, low_hz, high_hz) -> None:
 
 
 def _check_steps(policy: str, ids: np.ndarray, steps: np.ndarray) -> None:
-    as_float = steps.astype(float)
-    bad = np.flatnonzero(~((as_float >= 1) & (as_float == np.floor(as_float))))
+    if steps.dtype.kind in "iu":  # whole numbers
+        bad = np.flatnonzero(~(steps >= 1))
+    else:
+        as_float = steps.astype(float)
+        bad = np.flatnonzero(~((as_float >= 1) & (as_float == np.floor(as_float))))
     if bad.size:
         i = bad[0]
         raise FedjouleError(

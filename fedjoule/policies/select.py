@@ -1,6 +1,7 @@
 """Client selectors: who takes part in a round, from an Observation. Each is a pure function
 (obs, m, gen, **params) -> the selected client ids, sorted, at most m of them; random
-draws come from the numpy Generator passed in (a seeded stream, as round_rules)."""
+draws come from the numpy Generator passed in (a seeded stream, as round_rules; the policy
+step passes None to a selector that draws nothing, one not in DRAWING)."""
 
 import math
 
@@ -214,6 +215,8 @@ def select_battery(
     return np.sort(obs.client_id[picked])
 
 
+# the selectors that draw from the round's stream (the others are given None for it)
+DRAWING = ("random", "oort", "power-of-choice", "battery")
 SELECTORS = {
     "random": select_random,
     "round-robin": select_round_robin,

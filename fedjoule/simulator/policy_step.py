@@ -14,7 +14,7 @@ from fedjoule.policies.bandwidth import Uplink, equal_finish_shares
 from fedjoule.policies.deadline import deadline_frequency_hz, deadline_steps
 from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_weights
 from fedjoule.policies.observation import Decision, check_decision
-from fedjoule.policies.select import SELECTORS
+from fedjoule.policies.select import DRAWING, SELECTORS
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
 from fedjoule.simulator.observe import Observer
 from fedjoule.simulator.policy_plugin import PluginPolicy
@@ -110,7 +110,9 @@ class PolicyStep:
             m = selection_size(
                 scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
             )
-        gen = rng.stream(scenario.seed, "selection", r, *key)
+        gen = None  # a selector that draws nothing needs no stream (DRAWING)
+        if name in DRAWING or name == "custom":
+            gen = rng.stream(scenario.seed, "selection", r, *key)
         if self.plugin is not None and name == "custom":  # checked there
             obs = self.observer.observation(r, candidates, self.n_samples)
             return self.plugin.select(obs, m, gen)
