@@ -34,6 +34,12 @@ ARMS = {  # name: the scenario's policy (--set overrides)
     "bandwidth=min-energy": ["policy.bandwidth=min-energy"],
     "frequency=deadline": ["policy.frequency=deadline"],
     "steps=deadline": ["policy.steps=deadline"],
+    "three without a band allocator (proportional-fair csi=oracle, deadline, deadline)": [
+        "policy.select=proportional-fair",
+        "policy.csi=oracle",
+        "policy.frequency=deadline",
+        "policy.steps=deadline",
+    ],  # fmt: skip
     "all four (proportional-fair csi=oracle, min-energy, deadline, deadline)": [
         "policy.select=proportional-fair",
         "policy.csi=oracle",

@@ -1,5 +1,6 @@
 """One cell: clients' large-scale gains (geometry, path loss, shadowing) and each round's links."""
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,12 +61,33 @@ def place_cell(section, n_clients: int, seed: int, topology_section) -> tuple[Ce
 
 
 def round_fading(section, n_clients: int, seed: int, round_index: int) -> tuple:
-    """Uplink and downlink block-fading power gains of every client in one round."""
-    gen = rng.stream(seed, "fading", round_index)
-    kind, k = section.fading, section.rician_k
-    return fading_power(gen, kind, n_clients, k_factor=k), fading_power(
-        gen, kind, n_clients, k_factor=k
-    )
+    """Uplink and downlink block-fading power gains of every client in one round (read
+    only: the last round's draws are kept for this thread, uplink_fading)."""
+    drawn = _drawn_uplink(section, n_clients, seed, round_index)
+    if drawn[3] is None:  # the downlink half: the stream's next n_clients draws
+        drawn[3] = fading_power(drawn[1], section.fading, n_clients, k_factor=section.rician_k)
+        drawn[3].flags.writeable = False
+    return drawn[2], drawn[3]
+
+
+def uplink_fading(section, n_clients: int, seed: int, round_index: int) -> np.ndarray:
+    """round_fading's uplink half alone (read only), drawn once a round: a policy's
+    channel state (simulator/observe.py) and the engine's round share the draw."""
+    return _drawn_uplink(section, n_clients, seed, round_index)[2]
+
+
+_last_round = threading.local()  # .drawn: [key, its stream, uplink, downlink or None]
+
+
+def _drawn_uplink(section, n_clients: int, seed: int, round_index: int) -> list:
+    key = (section.fading, section.rician_k, n_clients, seed, round_index)
+    drawn = getattr(_last_round, "drawn", None)
+    if drawn is None or drawn[0] != key:
+        gen = rng.stream(seed, "fading", round_index)
+        up = fading_power(gen, section.fading, n_clients, k_factor=section.rician_k)
+        up.flags.writeable = False
+        drawn = _last_round.drawn = [key, gen, up, None]
+    return drawn
 
 
 def round_links(section, cell: Cell, tx_power_w: np.ndarray, clients, fading) -> tuple[list, list]:

@@ -30,25 +30,27 @@ def deadline_frequency_hz(
     or two where round-off left it late or one float lower fits. f_max where even f_max
     misses the deadline (the client is as fast as it can be and the deadline drops it,
     as today)."""
-    shape = np.broadcast_shapes(*(np.shape(a) for a in (
+    c, batch, steps, comm_s, deadline_s, low, high = (np.asarray(a, dtype=float) for a in (
         cycles_per_sample, batch_size, local_steps, comm_time_s, deadline_s,
-        freq_min_hz, freq_max_hz)))  # fmt: skip
-    low = np.broadcast_to(np.asarray(freq_min_hz, dtype=float), shape)
-    high = np.broadcast_to(np.asarray(freq_max_hz, dtype=float), shape)
-    slack_s = np.asarray(deadline_s, dtype=float) - np.asarray(comm_time_s, dtype=float)
-    work_cycles = compute_time_s(cycles_per_sample, batch_size, local_steps, 1.0, cores)
+        freq_min_hz, freq_max_hz))  # fmt: skip
+    shape = np.broadcast(c, batch, steps, comm_s, deadline_s, low, high).shape
+    low, high = (a if a.shape == shape else np.broadcast_to(a, shape) for a in (low, high))
+    cycles = c * batch  # one step's, c B (compute_time_s: K (c B / (n f)); n f is f at n = 1)
+    one_core = np.ndim(cores) == 0 and cores == 1
+    slack_s = deadline_s - comm_s
     with np.errstate(divide="ignore", invalid="ignore"):
-        freq = np.where(slack_s > 0, work_cycles / slack_s, np.inf)
+        work = steps * (cycles if one_core else cycles / (1.0 * np.asarray(cores)))
+        freq = np.where(slack_s > 0, work / slack_s, np.inf)
     freq = np.minimum(np.maximum(freq, low), high)
 
     def late(f):
-        spent = compute_time_s(cycles_per_sample, batch_size, local_steps, f, cores)
-        return (comm_time_s + spent > deadline_s) & (f < high)
+        spent_s = steps * (cycles / (f if one_core else f * cores))
+        return (comm_s + spent_s > deadline_s) & (f < high)
 
     for _ in range(16):  # round-off: a few floats up while late, down while one lower fits
         lower = np.maximum(np.nextafter(freq, 0), low)
         up, down = late(freq), (lower < freq) & ~late(lower) & (freq < high)
-        if not np.any(up | down):
+        if not (up | down).any():
             break
         freq = np.where(up, np.minimum(np.nextafter(freq, np.inf), high), freq)
         freq = np.where(down & ~up, lower, freq)
@@ -64,7 +66,8 @@ def deadline_steps(step_time_s, comm_time_s, deadline_s, max_steps) -> np.ndarra
     slack_s = np.asarray(deadline_s, dtype=float) - np.asarray(comm_time_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.floor(slack_s / step_s)
-    k = np.clip(np.nan_to_num(k, nan=1.0, posinf=max_steps, neginf=1.0), 0, max_steps)
-    k = np.where(k * step_s > slack_s, k - 1, k)
-    k = np.where((k + 1) * step_s <= slack_s, k + 1, k)
-    return np.clip(k, 1, max_steps).astype(int)[()]
+    k = np.where((k == k) & (k > -np.inf), k, 1.0)  # nan and -inf: 1, +inf: max_steps
+    k = np.minimum(np.maximum(k, 0), max_steps)
+    k = k - (k * step_s > slack_s)  # one less where the product is late
+    k = k + ((k + 1) * step_s <= slack_s)  # one more where it still fits
+    return np.minimum(np.maximum(k, 1), max_steps).astype(int)[()]

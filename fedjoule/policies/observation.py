@@ -96,9 +96,12 @@ def check_decision(
         _check_steps(policy, ids, np.asarray(decision.local_steps))
 
 
-def _rows_among(policy: str, ids: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Each selected client's index among the candidates; refuses the first (in the
-    decision's order) that is not among them or is selected again."""
+def _rows_among(policy: str, ids: np.ndarray, candidates: np.ndarray) -> np.ndarray | slice:
+    """Each selected client's index among the candidates (a slice of all where they are
+    the candidates, an allocation's check); refuses the first (in the decision's order)
+    that is not among them or is selected again."""
+    if ids is candidates and ids.dtype.kind in "iu" and (ids[1:] > ids[:-1]).all():
+        return slice(None)  # the candidates themselves, increasing: each once, in order
     if ids.dtype.kind in "biuf":  # numbers: sorted look-ups, no loop over the candidates
         order = np.argsort(candidates, kind="stable")
         at = np.searchsorted(candidates[order], ids, side="right") - 1
@@ -154,8 +157,11 @@ def _check_frequencies(policy, ids, freq_hz, low_hz, high_hz) -> None:
 
 
 def _check_steps(policy: str, ids: np.ndarray, steps: np.ndarray) -> None:
-    as_float = steps.astype(float)
-    bad = np.flatnonzero(~((as_float >= 1) & (as_float == np.floor(as_float))))
+    if steps.dtype.kind in "iu":  # whole numbers
+        bad = np.flatnonzero(~(steps >= 1))
+    else:
+        as_float = steps.astype(float)
+        bad = np.flatnonzero(~((as_float >= 1) & (as_float == np.floor(as_float))))
     if bad.size:
         i = bad[0]
         raise FedjouleError(

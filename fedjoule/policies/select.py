@@ -1,12 +1,12 @@
 """Client selectors: who takes part in a round, from an Observation. Each is a pure function
 (obs, m, gen, **params) -> the selected client ids, sorted, at most m of them; random
-draws come from the numpy Generator passed in (a seeded stream, as round_rules)."""
+draws come from the numpy Generator passed in (a seeded stream, as round_rules; the policy
+step passes None to a selector that draws nothing, one not in DRAWING)."""
 
 import math
 
 import numpy as np
 
-from fedjoule.channel.link import shannon_rate_bps
 from fedjoule.channel.units import db_to_linear
 from fedjoule.policies.observation import Observation
 
@@ -24,16 +24,28 @@ OORT_CUT_OFF = 0.9
 def top(obs: Observation, score: np.ndarray, m: int) -> np.ndarray:
     """The m candidates of highest score, ties to the lower client id, sorted by id."""
     ids, key = obs.client_id, -np.asarray(score, dtype=float)
-    if 0 < m < len(key):  # sort only the m best and those tied with the m-th (nan: last)
-        kth = np.partition(key, m - 1)[m - 1]
-        if not np.isnan(kth):
-            ids, key = ids[key <= kth], key[key <= kth]
+    if 0 < m < len(key):  # the m-th best: all better, then the lowest ids tied with it
+        kth = key.min()  # m or more tied at the best (all never selected, full): no
+        if np.count_nonzero(key == kth) < m:  # partition, slow over many equal keys
+            kth = np.partition(key, m - 1)[m - 1]
+        if not np.isnan(kth):  # (nan: last)
+            better, tied = ids[key < kth], ids[key == kth]
+            tied = np.partition(tied, m - len(better) - 1)[: m - len(better)]
+            return np.sort(np.concatenate([better, tied]))
     return np.sort(ids[np.lexsort((ids, key))[:m]])
 
 
 def spectral_efficiency(sinr_db: np.ndarray) -> np.ndarray:
-    """log2(1 + SINR) in bit/s/Hz: the channel's Shannon rate over 1 Hz."""
-    return shannon_rate_bps(1.0, db_to_linear(sinr_db))
+    """log2(1 + SINR) in bit/s/Hz: the channel's Shannon rate over 1 Hz (link.shannon_rate_bps
+    at B = 1, without its product by 1)."""
+    return np.log2(1.0 + db_to_linear(sinr_db))
+
+
+def mean_spectral_efficiency(obs: Observation) -> np.ndarray:
+    """spectral_efficiency(obs.mean_sinr_db): kept by the engine's observation (the mean
+    changes only with the world, simulator/observe.py), else computed."""
+    kept = getattr(obs, "mean_spectral_efficiency", None)
+    return spectral_efficiency(obs.mean_sinr_db) if kept is None else kept
 
 
 def uniform_draw(
@@ -92,7 +104,7 @@ def select_proportional_fair(obs: Observation, m: int, gen: np.random.Generator)
     obs.needs_csi("proportional-fair")
     if obs.mean_sinr_db is None:
         raise ValueError("proportional-fair needs Observation.mean_sinr_db with the CSI")
-    ratio = spectral_efficiency(obs.sinr_db) / spectral_efficiency(obs.mean_sinr_db)
+    ratio = spectral_efficiency(obs.sinr_db) / mean_spectral_efficiency(obs)
     return top(obs, ratio, m)
 
 
@@ -208,6 +220,8 @@ def select_battery(
     return np.sort(obs.client_id[picked])
 
 
+# the selectors that draw from the round's stream (the others are given None for it)
+DRAWING = ("random", "oort", "power-of-choice", "battery")
 SELECTORS = {
     "random": select_random,
     "round-robin": select_round_robin,

@@ -7,14 +7,16 @@ Built only for a scenario with a policy (policy.is_default false); both engines 
 when they close a round's row (RoundKernel.close_row, system.SystemEngine.close_row), the
 async and buffered server as each update ends, an edge server after each edge round."""
 
+from dataclasses import fields
+from functools import cached_property
+
 import numpy as np
 
-from fedjoule import rng
-from fedjoule.channel.cell import mean_uplink_snr_db
-from fedjoule.channel.fading import fading_power
+from fedjoule.channel.cell import mean_uplink_snr_db, uplink_fading
 from fedjoule.channel.link import airtime_s, shannon_rate_bps
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.policies.observation import Observation
+from fedjoule.policies.select import spectral_efficiency
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 
 # the per-client arrays of a checkpoint (state_dict), in this order
@@ -50,8 +52,9 @@ class Observer:
         self.staleness_rounds = np.zeros(n, dtype=int)  # async, buffered (else 0)
         self.last_sinr_db = np.full(n, np.nan)  # policy.csi=last: at its last upload
         self.mean_sinr_db = self.whole_band_snr_db()
-        self._round_snr = (None, self.mean_sinr_db)  # (round, its SNR): round_snr_db's
+        self._fading = (None, None)  # (round, its uplink fading of every client)
         self.download_s, self.upload_s = self.nominal_comm_s()
+        self.nominal_s = self.download_s + self.upload_s
 
     # ------------------------------------------------------------------ the channel
     def whole_band_snr_db(self) -> np.ndarray:
@@ -61,27 +64,29 @@ class Observer:
         band_hz = np.full(world.population.size, channel.uplink_bandwidth_hz)
         return mean_uplink_snr_db(channel, world.cell, world.population.tx_power_w, band_hz)
 
-    def round_snr_db(self, r: int) -> np.ndarray:
-        """Round r's uplink SNR of every client (its block fading, cell.round_fading: the
-        draw both engines make from the same stream): the mean SNR plus 10 log10 |h|^2, kept
-        for the round (select, allocate and record ask for it again)."""
-        if self._round_snr[0] != r:
+    def round_snr_db(self, r: int, clients: np.ndarray) -> np.ndarray:
+        """Round r's uplink SNR of the clients (their block fading, cell.uplink_fading: the
+        draw both engines make, shared with them): the mean SNR plus 10 log10 |h|^2. The
+        fading of every client is drawn once a round (select, allocate and record ask
+        again), the SNR only for the clients asked."""
+        if self._fading[0] != r:
             scenario = self.world.scenario
             n = self.world.population.size
-            gen = rng.stream(scenario.seed, "fading", r)  # round_fading's, its uplink half
-            up_fading = fading_power(
-                gen, scenario.channel.fading, n, k_factor=scenario.channel.rician_k
-            )
-            with np.errstate(divide="ignore"):
-                self._round_snr = (r, self.mean_sinr_db + 10 * np.log10(up_fading))
-        return self._round_snr[1]
+            self._fading = (r, uplink_fading(scenario.channel, n, scenario.seed, r))
+        with np.errstate(divide="ignore"):
+            return self.mean_sinr_db[clients] + 10 * np.log10(self._fading[1][clients])
+
+    @cached_property
+    def mean_spectral_efficiency(self) -> np.ndarray:
+        """log2(1 + mean SNR) of every client (proportional fair's average rate over 1 Hz)."""
+        return spectral_efficiency(self.mean_sinr_db)
 
     def known_snr_db(self, r: int, clients: np.ndarray) -> np.ndarray:
         """The clients' whole-band SNR as the server knows it in round r: this round's
         (csi oracle), the last measured where there is one (last), else the mean."""
-        mean_db = self.mean_sinr_db[clients]
         if self.csi == "oracle":
-            return self.round_snr_db(r)[clients]
+            return self.round_snr_db(r, clients)
+        mean_db = self.mean_sinr_db[clients]
         if self.csi == "last":
             last_db = self.last_sinr_db[clients]
             return np.where(np.isfinite(last_db), last_db, mean_db)
@@ -115,32 +120,20 @@ class Observer:
         """The clients' expected time outside their computation: measured in their last
         round (round time less computation), else the nominal download plus upload."""
         measured = self.comm_time_s[clients]
-        nominal = self.download_s[clients] + self.upload_s[clients]
-        return np.where(np.isfinite(measured), measured, nominal)
+        return np.where(np.isfinite(measured), measured, self.nominal_s[clients])
 
     # ------------------------------------------------------------------ the observation
     def observation(self, r: int, candidates: np.ndarray, n_samples: np.ndarray) -> Observation:
         """What a policy sees in round r about the candidates (policies.observation)."""
-        sinr_db = mean_db = None
-        if self.csi == "oracle":
-            sinr_db, mean_db = self.round_snr_db(r)[candidates], self.mean_sinr_db[candidates]
-        elif self.csi == "last":
-            sinr_db, mean_db = self.last_sinr_db[candidates], self.mean_sinr_db[candidates]
-        return Observation(
-            round_index=r,
-            n_clients=self.world.population.size,
-            client_id=candidates,
-            n_samples=n_samples[candidates],
-            battery_fraction=self.battery_fraction[candidates],
-            upload_rate_bps=self.upload_rate_bps[candidates],
-            round_time_s=self.round_time_s[candidates],
-            loss=self.loss[candidates],
-            participations=self.participations[candidates],
-            age_rounds=r - self.last_selected[candidates],
-            staleness_rounds=self.staleness_rounds[candidates],
-            sinr_db=sinr_db,
-            mean_sinr_db=mean_db,
-        )
+        return self.lazy_observation(r, candidates, n_samples).plain()
+
+    def lazy_observation(self, r: int, candidates: np.ndarray, n_samples: np.ndarray,
+                         client_id=None, n_clients=None) -> "LazyObservation":  # fmt: skip
+        """The observation whose arrays are taken on first read (a built-in selector's);
+        `client_id`, `n_clients`: the numbering it shows (an edge server's own)."""
+        n = self.world.population.size if n_clients is None else n_clients
+        ids = candidates if client_id is None else client_id
+        return LazyObservation(r, n, ids, (self, candidates, n_samples))
 
     def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
         """After a round's row is closed: what its clients (round_row.ClientsOfRound)
@@ -167,10 +160,12 @@ class Observer:
         a = k[arrived]
         self.participations[a] += 1
         reported = self.sent_loss[a]  # a lost update's loss never reaches the server
-        self.loss[a[~np.isnan(reported)]] = reported[~np.isnan(reported)]
+        known = ~np.isnan(reported)
+        self.loss[a[known]] = reported[known]
         self.sent_loss[k] = np.nan
-        self.round_time_s[a] = clients.end_s[arrived] - start_s
-        self.comm_time_s[a] = self.round_time_s[a] - clients.compute_time_s[arrived]
+        round_s = clients.end_s[arrived] - start_s
+        self.round_time_s[a] = round_s
+        self.comm_time_s[a] = round_s - clients.compute_time_s[arrived]
         if staleness is not None:
             self.staleness_rounds[a] = np.asarray(staleness)[arrived]
         sent = clients.uplink_airtime_s > 0
@@ -178,7 +173,7 @@ class Observer:
             rate = clients.uplink_bits[sent] / clients.uplink_airtime_s[sent]
         self.upload_rate_bps[k[sent]] = rate
         if self.csi == "last":
-            self.last_sinr_db[k[sent]] = self.round_snr_db(r)[k[sent]]
+            self.last_sinr_db[k[sent]] = self.round_snr_db(r, k[sent])
 
     def state_dict(self) -> dict:
         """The kept arrays (a checkpoint's, simulator/checkpoint.py)."""
@@ -192,3 +187,70 @@ class Observer:
             value = saved[name]
             value = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
             setattr(self, name, value.copy())
+
+
+class LazyObservation(Observation):
+    """An Observation whose per-candidate arrays are taken from the Observer when first
+    read (a built-in selector reads one to three of them, not all eleven over every
+    candidate): the same values as the plain one, read in the same round (plain())."""
+
+    def __init__(self, round_index: int, n_clients: int, client_id, source) -> None:
+        for name, value in (("round_index", round_index), ("n_clients", n_clients),
+                            ("client_id", client_id), ("_source", source)):  # fmt: skip
+            object.__setattr__(self, name, value)
+
+    def plain(self) -> Observation:
+        """The Observation with every field (a plug-in's)."""
+        return Observation(**{f.name: getattr(self, f.name) for f in fields(Observation)})
+
+    def _taken(self, name: str) -> np.ndarray:
+        observer, candidates, _ = self._source
+        return getattr(observer, name)[candidates]
+
+    @cached_property
+    def n_samples(self) -> np.ndarray:
+        return self._source[2][self._source[1]]
+
+    @cached_property
+    def battery_fraction(self) -> np.ndarray:
+        return self._taken("battery_fraction")
+
+    @cached_property
+    def upload_rate_bps(self) -> np.ndarray:
+        return self._taken("upload_rate_bps")
+
+    @cached_property
+    def round_time_s(self) -> np.ndarray:
+        return self._taken("round_time_s")
+
+    @cached_property
+    def loss(self) -> np.ndarray:
+        return self._taken("loss")
+
+    @cached_property
+    def participations(self) -> np.ndarray:
+        return self._taken("participations")
+
+    @cached_property
+    def age_rounds(self) -> np.ndarray:
+        return self.round_index - self._taken("last_selected")
+
+    @cached_property
+    def staleness_rounds(self) -> np.ndarray:
+        return self._taken("staleness_rounds")
+
+    @cached_property
+    def sinr_db(self) -> np.ndarray | None:
+        observer, candidates, _ = self._source
+        if observer.csi == "oracle":
+            return observer.round_snr_db(self.round_index, candidates)
+        return self._taken("last_sinr_db") if observer.csi == "last" else None
+
+    @cached_property
+    def mean_sinr_db(self) -> np.ndarray | None:
+        return self._taken("mean_sinr_db") if self._source[0].csi in ("last", "oracle") else None
+
+    @cached_property
+    def mean_spectral_efficiency(self) -> np.ndarray:
+        """log2(1 + mean_sinr_db), kept by the observer (select.mean_spectral_efficiency)."""
+        return self._taken("mean_spectral_efficiency")

@@ -4,8 +4,6 @@ and its allocators filling an Allocation's local steps, CPU frequencies and band
 (RoundSteps.allocate), every decision checked (policies.observation.check_decision).
 Built only for a scenario with a policy."""
 
-import dataclasses
-
 import numpy as np
 
 from fedjoule import rng
@@ -16,7 +14,7 @@ from fedjoule.policies.bandwidth import Uplink, equal_finish_shares
 from fedjoule.policies.deadline import deadline_frequency_hz, deadline_steps
 from fedjoule.policies.min_energy import InfeasibleAllocation, min_energy_weights
 from fedjoule.policies.observation import Decision, check_decision
-from fedjoule.policies.select import SELECTORS
+from fedjoule.policies.select import DRAWING, SELECTORS
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
 from fedjoule.simulator.observe import Observer
 from fedjoule.simulator.policy_plugin import PluginPolicy
@@ -113,17 +111,20 @@ class PolicyStep:
             m = selection_size(
                 scenario.training.clients_per_round, scenario.round.overcommit, len(candidates)
             )
-        gen = rng.stream(scenario.seed, "selection", r, *key)
-        obs = self.observer.observation(r, candidates, self.n_samples)
+        gen = None  # a selector that draws nothing needs no stream (DRAWING)
+        if name in DRAWING or name == "custom":
+            gen = rng.stream(scenario.seed, "selection", r, *key)
         if self.plugin is not None and name == "custom":  # checked there
+            obs = self.observer.observation(r, candidates, self.n_samples)
             return self.plugin.select(obs, m, gen)
+        local, n = None, None
         if members is not None:  # the edge's own ring (same order, so the same ties)
-            local = np.searchsorted(members, candidates)
-            obs = dataclasses.replace(obs, n_clients=len(members), client_id=local)
+            local, n = np.searchsorted(members, candidates), len(members)
+        obs = self.observer.lazy_observation(r, candidates, self.n_samples, local, n)
         chosen = np.asarray(SELECTORS[name](obs, m, gen, **self.selector_parameters()))
         if members is not None:
             chosen = np.asarray(members)[chosen.astype(int)]
-        check_decision(Decision(chosen), f"select={name}", candidates)
+        # a built-in selector returns candidates, each once (check_decision is for plug-ins)
         return chosen.astype(int)
 
     def selector_parameters(self) -> dict:
@@ -148,19 +149,21 @@ class PolicyStep:
         if len(sel) == 0:
             return
         deadline_s = world.scenario.round.deadline_s
-        comm_s = self.observer.expected_comm_s(sel)
-        step_s = world.step_time_s[sel]
+        if p.steps == "deadline" or p.frequency == "deadline":
+            comm_s = self.observer.expected_comm_s(sel)
+            step_s = world.step_time_s[sel]
         if p.steps == "deadline":
             most = world.client_steps[sel] if p.max_steps is None else p.max_steps + 0 * sel
             fit = deadline_steps(step_s, comm_s, deadline_s, int(most.max()))
             allocation.local_steps = np.minimum(np.atleast_1d(fit), most).astype(int)
+        ranges = None
+        if p.frequency == "deadline" or allocation.cpu_freq_hz is not None:
+            ranges = (self.freq_low_hz[sel], self.freq_high_hz[sel])
         if p.frequency == "deadline":
-            now_hz = self.freq_now_hz[sel]
             allocation.cpu_freq_hz = np.atleast_1d(deadline_frequency_hz(
-                step_s * now_hz, 1.0, allocation.local_steps, comm_s, deadline_s,
-                self.freq_low_hz[sel], self.freq_high_hz[sel],
+                step_s * self.freq_now_hz[sel], 1.0, allocation.local_steps, comm_s,
+                deadline_s, *ranges,
             )).astype(float)  # fmt: skip
-        ranges = (self.freq_low_hz[sel], self.freq_high_hz[sel])
         decision = Decision(sel, None, allocation.cpu_freq_hz, allocation.local_steps)
         check_decision(decision, self.name(), sel, ranges)
         if p.bandwidth != "equal":
