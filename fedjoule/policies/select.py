@@ -90,9 +90,9 @@ def select_round_robin(obs: Observation, m: int, gen: np.random.Generator) -> np
 
 def select_best_channel(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray:
     """Best channel (max-SNR scheduling): the m candidates of highest SNR/SINR,
-    argmax_k SINR_k. Needs policy.csi last or oracle."""
+    argmax_k SINR_k (known_sinr_db). Needs policy.csi last or oracle."""
     obs.needs_csi("best-channel")
-    return top(obs, obs.sinr_db, m)
+    return top(obs, known_sinr_db(obs), m)
 
 
 def select_proportional_fair(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray:
@@ -100,11 +100,12 @@ def select_proportional_fair(obs: Observation, m: int, gen: np.random.Generator)
     1908.06287): the m candidates of highest instantaneous over average rate,
     log2(1 + SINR_k(t)) / log2(1 + mean SINR_k), the mean over fading. A client is
     chosen when its channel is good for it, not when it is good in absolute terms.
-    Needs policy.csi last or oracle."""
+    Needs policy.csi last or oracle; a SINR not known yet counts at its mean
+    (known_sinr_db: a ratio of 1)."""
     obs.needs_csi("proportional-fair")
     if obs.mean_sinr_db is None:
         raise ValueError("proportional-fair needs Observation.mean_sinr_db with the CSI")
-    ratio = spectral_efficiency(obs.sinr_db) / mean_spectral_efficiency(obs)
+    ratio = spectral_efficiency(known_sinr_db(obs)) / mean_spectral_efficiency(obs)
     return top(obs, ratio, m)
 
 
@@ -112,16 +113,22 @@ def select_age(obs: Observation, m: int, gen: np.random.Generator) -> np.ndarray
     """Age of update (Yang, Arafa, Quek, Poor, ICASSP 2020, arXiv 1910.14648): the server
     favours the clients whose last update is oldest, jointly with their channel. Priority
     age_k (rounds since selected), times log2(1 + SINR_k) when the CSI is observed: the
-    product form of that joint rule, not the paper's derived index. A client whose SINR is
-    not known yet (csi last, never uploaded: nan) counts at its mean SINR, as the
-    allocators take it (observe.Observer.known_snr_db), not last."""
+    product form of that joint rule, not the paper's derived index (known_sinr_db)."""
     priority = obs.age_rounds.astype(float)
     if obs.sinr_db is not None:
-        sinr_db = obs.sinr_db
-        if obs.mean_sinr_db is not None:
-            sinr_db = np.where(np.isnan(sinr_db), obs.mean_sinr_db, sinr_db)
-        priority = priority * spectral_efficiency(sinr_db)
+        priority = priority * spectral_efficiency(known_sinr_db(obs))
     return top(obs, priority, m)
+
+
+def known_sinr_db(obs: Observation) -> np.ndarray:
+    """The SINR the selectors rank by: the observed one, and where it is not known yet
+    (csi last, a client never heard from: nan) its mean SINR, as the allocators take it
+    (observe.Observer.known_snr_db), so a client not yet heard from is neither first nor
+    never chosen."""
+    sinr_db = obs.sinr_db
+    if obs.mean_sinr_db is None or not np.isnan(sinr_db).any():
+        return sinr_db
+    return np.where(np.isnan(sinr_db), obs.mean_sinr_db, sinr_db)
 
 
 def oort_exploration(round_index: int) -> float:

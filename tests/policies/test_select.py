@@ -98,6 +98,19 @@ def test_age_with_csi_last_counts_an_unknown_sinr_at_its_mean():
     assert select_age(obs, 3, None).tolist() == [0, 1, 3]
 
 
+def test_best_channel_and_proportional_fair_count_an_unknown_sinr_at_its_mean():
+    """csi last: a client never heard from (nan) ranks at its mean SINR, not last (else it
+    would never be chosen, nor measured)."""
+    nan = np.nan
+    obs = observation(3, 6, sinr_db=np.array([nan, 10.0, 0.0]),
+                      mean_sinr_db=np.array([20.0, 5.0, 5.0]))  # fmt: skip
+    assert select_best_channel(obs, 2, None).tolist() == [0, 1]  # 20 (its mean), 10; not 0 dB
+    # log2(1 + SINR) / log2(1 + mean): 1 (unknown), log2(11) / log2(1 + 10^0.5) = 1.68,
+    # log2(2) / 2.06 = 0.49 (ranked last, the unknown one would have made it [1, 2])
+    assert select_proportional_fair(obs, 2, None).tolist() == [0, 1]
+    assert select_proportional_fair(obs, 1, None).tolist() == [1]
+
+
 def test_oort_utility_and_exploration_by_hand():
     assert oort_exploration(0) == 0.9
     assert oort_exploration(10) == pytest.approx(0.9 * 0.98**10)
