@@ -12,7 +12,6 @@ from fedjoule.policies.observation import Decision, Observation, check_decision
 from fedjoule.policies.plugin import DECIDED, Plan, decides, policy_class
 from fedjoule.scenarios.schema.policy import band_share_refusal
 
-
 PLAIN = "numbers, strings, None, lists, dicts with string keys, numpy arrays of numbers"
 
 
