@@ -66,25 +66,20 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             if early.size == 0:
                 done_s[order] = np.maximum.accumulate(end_s)
                 return done_s, order
-            # some client ends before its place. On this try's phases from `keep` (those
-            # < 0 taken as 0; the first < 0 comes after d) each client's bits sent reach
-            # its bits in some phase: d, the first in which one ends before its place
-            # (before d nobody did, so phases < d hold). Settle them and sort the rest by
-            # when each ends on these phases, whose first is the walk's choice at d (so
-            # each try settles one phase more at least)
-            n = len(left_bits)
-            tau_s = np.maximum(phase_s[keep:], 0.0)
-            sent = np.cumsum(rate * tau_s, axis=1)
-            reached = sent >= left_bits[:, None]
-            at = np.where(reached[:, -1], np.argmax(reached, axis=1), n - 1)
-            before = at < np.arange(n)
-            d = int(at[before].min()) if before.any() else max(int(early[0]) - 1, 0)
-            rows = np.arange(d, n)
-            sent_before = np.where(at[d:] > 0, sent[rows, at[d:] - 1], 0.0)
-            end_s = np.cumsum(tau_s)[at[d:]] - tau_s[at[d:]]
-            end_s += (left_bits[d:] - sent_before) / rate[rows, at[d:]]
-            by = np.argsort(end_s, kind="stable")
-            left_bits = left_bits[d:] - (sent[d:, d - 1] if d else 0.0)
+            # order[j] ends before order[j - 1] (phase j < 0): settle the phases up to
+            # d = j - 1, or, where a client's bits were all sent before d (its bits left
+            # <= 0), up to the first phase in which one was (before it nobody ended early,
+            # so those phases hold). Sort the rest by the time each needs at phase d's
+            # rates, the walk's choice there (so each try settles one phase more at least)
+            d = max(int(early[0]) - 1, 0)
+            left = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
+            ended = np.flatnonzero(left <= 0.0)
+            if ended.size:
+                sent = np.cumsum(rate[d + ended, :d] * phase_s[keep : keep + d], axis=1)
+                d = int(np.argmax(sent >= left_bits[d + ended, None], axis=1).min())
+                left = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
+            by = np.argsort(left / rate[d:, d], kind="stable")
+            left_bits = left
             keep += d
             order[keep:], w[keep:], left_bits = order[keep:][by], w[keep:][by], left_bits[by]
             still_w[keep:] = np.cumsum(w[keep:][::-1])[::-1]
