@@ -12,6 +12,9 @@ from fedjoule.policies.bandwidth import Uplink
 
 # shared_upload's guesses of the finishing order before it walks the phases.
 ORDER_TRIES = 8
+# Above this many clients sending, the (m, m) rate matrix (8 m^2 bytes, several alive at
+# once: 32 MB at 2,048) gives way to the walk, O(m) in memory.
+MOST_FOR_SOLVE = 2048
 
 
 def shared_upload_time_s(uplink: Uplink, weights: np.ndarray, order=None) -> np.ndarray:
@@ -35,13 +38,16 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
     re-sorted by the time each needs to finish at its start (the walk's choice there), and
     only their phases solved again; each try is exact for its order, so the first with no negative
     phase is the sharing's timeline. phase_upload_time_s, the phase-by-phase walk, where a few
-    tries do not settle the order."""
+    tries do not settle the order and above MOST_FOR_SOLVE clients sending."""
     weights = np.asarray(weights, dtype=float)
     bits = np.broadcast_to(np.asarray(uplink.bits, dtype=float), (uplink.n,))
     sending = np.flatnonzero(weights > 0)
     done_s = np.full(uplink.n, np.inf)
     if sending.size == 0:
         return done_s, sending
+    if sending.size > MOST_FOR_SOLVE:
+        done_s = phase_upload_time_s(uplink, weights)
+        return done_s, sending[np.argsort(done_s[sending], kind="stable")]
     if order is None:
         first = np.where(weights > 0, weights / weights[sending].sum(), 0.0)
         with np.errstate(divide="ignore"):

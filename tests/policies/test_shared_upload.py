@@ -60,6 +60,13 @@ def test_the_fallback_walk_gives_the_same_times(monkeypatch):
     assert shared_upload_time_s(up, weights) == pytest.approx(expected_s, rel=1e-12, abs=0)
 
 
+def test_above_the_solve_s_size_the_walk_gives_the_times(monkeypatch):
+    up, weights = uplink(40, 5), np.random.default_rng(6).random(40)
+    solved_s = shared_upload_time_s(up, weights)
+    monkeypatch.setattr(module, "MOST_FOR_SOLVE", 39)  # 40 sending: O(m) memory, the walk
+    assert shared_upload_time_s(up, weights) == pytest.approx(solved_s, rel=1e-12, abs=0)
+
+
 def test_hesrpt_weights_by_hand():
     order = np.array([2, 0, 3, 1])  # client 2 ends first (i = 4), client 1 last (i = 1)
     # c = 2: i^2 - (i-1)^2 = 2i - 1 = 7, 5, 3, 1 over 16
