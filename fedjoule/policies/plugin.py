@@ -57,8 +57,9 @@ class Policy:
 
     def state_dict(self) -> dict:
         """The object's own state, for a checkpoint: a dict of plain data (numbers, strings,
-        None, lists, dicts with string keys, numpy arrays of numbers or booleans). Override
-        it, with load_state_dict, when the choices depend on more than the observation."""
+        None, lists, dicts with string keys, numpy arrays of numbers or booleans, floats up
+        to 64 bits). Override it, with load_state_dict, when the choices depend on more
+        than the observation."""
         return {}
 
     def load_state_dict(self, state: dict) -> None:

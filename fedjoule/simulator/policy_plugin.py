@@ -17,10 +17,13 @@ PLAIN = "numbers, strings, None, lists, dicts with string keys, numpy arrays of 
 
 def plain_refusal(value, where: str) -> str | None:
     """What in `value` a checkpoint cannot hold as plain data (`where`: its path), or None."""
-    if value is None or isinstance(value, bool | int | float | str | np.number | np.bool_):
+    if value is None or isinstance(value, bool | int | float | str | np.bool_):
         return None
-    if isinstance(value, np.ndarray):
-        return None if value.dtype.kind in "biuf" else f"{where}: an array of {value.dtype}"
+    if isinstance(value, np.number | np.ndarray):  # what a tensor holds (torch.from_numpy):
+        kind, size = value.dtype.kind, value.dtype.itemsize  # no long double, no complex
+        if kind in "biu" or (kind == "f" and size <= 8):
+            return None
+        return f"{where}: an array of {value.dtype}" if value.ndim else f"{where}: a {value.dtype}"
     if isinstance(value, list | tuple):
         found = (plain_refusal(v, f"{where}[{i}]") for i, v in enumerate(value))
         return next((f for f in found if f), None)

@@ -290,9 +290,9 @@ class PolicyStep:
         if self.plugin is not None and "plugin" in saved:
             self.plugin.load_state_dict(saved["plugin"])
         if self.sent_by_dispatch is not None and "sent_by_dispatch" in saved:
-            rows = {k: np.asarray(v) for k, v in saved["sent_by_dispatch"].items()}
-            starts = np.flatnonzero(np.diff(rows["dispatch"], prepend=-1))  # by dispatch
+            rows = saved["sent_by_dispatch"]
+            ends = np.flatnonzero(np.diff(np.asarray(rows["dispatch"]))) + 1  # by dispatch
+            split = (np.split(np.asarray(rows[k]), ends) for k in ("dispatch", "client", "loss"))
             self.sent_by_dispatch = {
-                int(rows["dispatch"][a]): (rows["client"][a:b], rows["loss"][a:b])
-                for a, b in zip(starts, [*starts[1:], len(rows["dispatch"])], strict=True)
-            }
+                int(d[0]): (c, v) for d, c, v in zip(*split, strict=True) if d.size
+            }  # (none kept yet: an empty dict)

@@ -340,6 +340,9 @@ class Opaque(Policy):
         return obs.client_id[:m]
     def state_dict(self):
         return {"seen": {1, 2}}
+class Wide(Opaque):
+    def state_dict(self):
+        return {"x": [np.zeros(2, dtype=np.longdouble)]}
 """
 TRAINING = {"dataset": {"synthetic": {"avg_samples": 20, "test_samples": 20}},
             "round": {"deadline_s": None}}  # fmt: skip
@@ -381,6 +384,20 @@ def test_a_plugin_state_that_is_not_plain_data_is_one_error_line(tmp_path, capsy
         "a checkpoint holds plain data only: a dict of numbers, strings, None, lists, dicts "
         "with string keys, numpy arrays of numbers"
     ), err
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64")
+def test_a_plugin_state_with_a_long_double_array_is_one_error_line(tmp_path, capsys):
+    """numpy numbers a tensor cannot hold (long double; complex) are refused at the save,
+    where they stopped the run with an internal error (torch.from_numpy refuses them)."""
+    path = scenario_file(tmp_path, {"select": "custom", "class": "pol.py:Wide"}, STATEFUL,
+                         **TRAINING)  # fmt: skip
+    assert invoke(["run", str(path), "-q", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    dtype = np.dtype(np.longdouble)
+    assert err.startswith("error: policy 'pol.py:Wide' state_dict returned {'x': [array(")
+    assert f"(['x'][0]: an array of {dtype}); a checkpoint holds plain data only" in err, err
+    assert len(err.splitlines()) == 1
 
 
 # --------------------------------------------------------------------------- entry points

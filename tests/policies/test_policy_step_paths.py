@@ -17,6 +17,8 @@ from fedjoule.policies.observation import Decision, Observation, check_decision
 from fedjoule.policies.select import SELECTORS, spectral_efficiency
 from fedjoule.scenarios.loading import load_scenario
 from fedjoule.scenarios.schema.policy import LOSS_DRIVEN
+from fedjoule.simulator.checkpoint import plain
+from fedjoule.simulator.policy_step import PolicyStep
 from fedjoule.simulator.system import SystemEngine
 from fedjoule.simulator.system_world import build_system_world
 
@@ -187,3 +189,26 @@ def test_a_rounds_fading_is_drawn_once_for_the_engine_and_the_observer():
                                                             "rayleigh", 50))  # fmt: skip
     again = round_fading(channel, 40, 7, 3)  # another population: drawn again
     np.testing.assert_array_equal(again[0], up[:40])
+
+
+@pytest.mark.parametrize("kept", [{}, {0: ([3, 5], [0.5, 0.25]), 2: ([1], [2.0]),
+                                      3: ([4, 6, 7], [1.0, np.nan, 3.0])}])  # fmt: skip
+def test_the_losses_kept_by_dispatch_come_back_from_a_checkpoint(kept):
+    """Async and buffered keep each dispatch's sent losses for the replay: the checkpoint's
+    rows (as saved, tensors) give back the same dict, also before any dispatch trained
+    (where the split by dispatch raised a ValueError on an empty checkpoint)."""
+    import torch
+
+    world = build_system_world(load_scenario("default-theory", ["population.size=20",
+                                                                "policy.select=oort"]))  # fmt: skip
+    step, back = PolicyStep(world), PolicyStep(world)
+    step.keep_sent_losses(), back.keep_sent_losses()
+    for r, (clients, loss) in kept.items():
+        step.trained(np.array(clients), torch.tensor(loss, dtype=torch.float64), r)
+    back.load_state_dict(plain(step.state_dict()))
+    assert list(back.sent_by_dispatch) == list(kept)
+    for r, (clients, loss) in kept.items():
+        np.testing.assert_array_equal(back.sent_by_dispatch[r][0], clients)
+        np.testing.assert_array_equal(back.sent_by_dispatch[r][1], loss)
+        back.resend(r)
+        np.testing.assert_array_equal(back.observer.sent_loss[clients], loss)
