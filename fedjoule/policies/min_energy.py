@@ -32,6 +32,15 @@ NELDER_MEAD_CLIENTS = 4
 # heSRPT's exponent c = 1 / (1 - e) at most (e = 1: a rate linear in the share); at this
 # the weights are one at a time to LEAST_WEIGHT.
 MOST_EXPONENT = 1e6
+# Where that search ends late, it looks down to a_h / 2 e^-NEAR_EQUAL (about equal weights).
+NEAR_EQUAL = 12.0
+# min-energy's weights must end each upload this much (relative) before its deadline: the
+# engines' own arithmetic differs in the last bits (a client on time by 1e-18 s here was
+# dropped by the engine).
+ON_TIME_MARGIN = 1e-9
+# Per-client deadlines: a candidate serving the earliest deadline first, weights e^-30
+# apart (nearly one at a time).
+EARLIEST_FIRST = 30.0
 # turns_candidates' search stops within this in ln a (15 %: its energy is flat there,
 # within 0.3 % on default's and default-theory's rounds).
 TURNS_STEP = 0.15
@@ -82,20 +91,23 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     smith = np.argsort(alone_s, kind="stable")  # Smith's order
     rank = np.argsort(smith, kind="stable")
     guess = [None]  # the last evaluation's finishing order, the next one's guess
+    within_s = deadline_s * (1.0 - ON_TIME_MARGIN)  # on time, with room for round-off
 
     def judged(weights: np.ndarray, fresh: bool = False) -> tuple[bool, float]:
         """(late, energy with lateness penalised): on time first, then the least."""
         time_s, guess[0] = shared_upload(uplink, weights, None if fresh else guess[0])
-        late = np.sum(np.maximum(time_s / deadline_s - 1.0, 0.0))
+        late = np.sum(np.maximum(time_s / within_s - 1.0, 0.0))
         energy_j = float(np.sum(uplink.tx_power_w * time_s)) * (1.0 + LATENESS_PENALTY * late)
         return bool(late > 0), energy_j
 
-    # no fixed split meets the deadlines: refused before any O(m^2) evaluation (the
-    # estimate's sum within ulps of share_for_time's, which decides where it is near 1)
-    if not share_estimate(uplink, deadline_s).sum() < 1.0 - 1e-9:
-        least = share_for_time(uplink, deadline_s)
+    # no fixed split sends every upload by the last deadline: refused before any O(m^2)
+    # evaluation (the estimate's sum within ulps of share_for_time's, which decides where
+    # it is near 1); by Jensen no weighting does either (every client must be done by then)
+    last_s = float(deadline_s.max())
+    if not share_estimate(uplink, last_s).sum() < 1.0 - 1e-9:
+        least = share_for_time(uplink, last_s)
         if not np.all(np.isfinite(least)) or least.sum() > 1.0:
-            _refuse(uplink, least, deadline_s)
+            _refuse(uplink, least, last_s)
     ranked = [(judged(equal), 0, equal)]
     exponent = elasticity_exponent(uplink)
     shaped = hesrpt_weights(smith, exponent)
@@ -103,6 +115,11 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     guess[0] = smith
     ranked += turns_candidates(lambda a: softmax(-a * rank), judged, exponent, uplink.n)
     best = min(ranked, key=lambda c: (c[0], c[1]))
+    if best[0][0] and np.ptp(deadline_s) > 0:  # all late, deadlines of their own:
+        order = np.argsort(np.argsort(deadline_s, kind="stable"), kind="stable")
+        by_deadline = softmax(-EARLIEST_FIRST * order)  # earliest first, nearly in turn
+        ranked.append((judged(by_deadline), 3, by_deadline))
+        best = min(ranked, key=lambda c: (c[0], c[1]))
     if uplink.n <= NELDER_MEAD_CLIENTS or best[0][0]:
         best = polished(uplink, deadline_s, best, judged, uplink.n <= NELDER_MEAD_CLIENTS)
     if best[0][0]:
@@ -120,7 +137,8 @@ def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:
     bounded Brent method (minimize_scalar) to within TURNS_STEP, lateness a penalty (so it
     ends at the deadline's edge where the best is beyond it), a_h = (c - 1) / m the ratio
     of heSRPT's first two weights (ln of (m^c - (m-1)^c) / ((m-1)^c - (m-2)^c), large m).
-    (judged, tie order, weights) of its best."""
+    Where its best is late but a near-equal a is not, the largest a in time below the
+    interval, by bisection. (judged, tie order, weights) of each."""
     a_h = max(exponent - 1.0, 1e-3) / m
     seen = {}
 
@@ -134,7 +152,17 @@ def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:
         method="bounded",
         options={"xatol": TURNS_STEP},
     )
-    return [(seen[along.x], 2, turns(math.exp(along.x)))]
+    found = [(seen[along.x], 2, turns(math.exp(along.x)))]
+    low, high = math.log(a_h / 2.0) - NEAR_EQUAL, math.log(a_h / 2.0)
+    if seen[along.x][0] and not judged(turns(math.exp(low)))[0]:
+        # all late: the deadline binds below a_h / 2, toward equal (a -> 0); the largest
+        # a in time by bisection in ln a (the energy falls as a grows up to its best)
+        while high - low > TURNS_STEP:
+            middle = 0.5 * (low + high)
+            energy_j(middle)
+            low, high = (low, middle) if seen[middle][0] else (middle, high)
+        found.append((judged(turns(math.exp(low))), 4, turns(math.exp(low))))
+    return found
 
 
 def elasticity_exponent(uplink: Uplink) -> float:
@@ -169,8 +197,15 @@ def polished(
     refuses where no fixed split meets the deadlines: then, for a common deadline, no
     weighting does either, by Jensen, the rate concave in the share), the geometric path
     from equal to it on a grid of 17 refined by minimize_scalar, then Nelder-Mead in
-    log-weights from the best, of MAX_EVALUATIONS evaluations (`nelder_mead`)."""
-    fixed = min_energy_shares(uplink, deadline_s)
+    log-weights from the best, of MAX_EVALUATIONS evaluations (`nelder_mead`). Where the
+    fixed-band optimum refuses per-client deadlines that a candidate already meets, that
+    candidate (a weighting may meet them where no fixed split does)."""
+    try:
+        fixed = min_energy_shares(uplink, deadline_s)
+    except InfeasibleAllocation:
+        if best[0][0]:
+            raise
+        return best
     equal = equal_shares(uplink)
     ranked = [best, (judged(softmax(np.log(fixed))), 20, softmax(np.log(fixed)))]
 

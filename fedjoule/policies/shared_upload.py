@@ -32,12 +32,13 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
     Given the order in which they finish, phase j (clients j, j+1, ... of that order still
     sending) lasts tau_j, and client k's bits are sum_{j <= k} tau_j r_k(w_k / W_j) with W_j
     the weight still sending: a lower-triangular linear system in tau, solved at once
-    (LAPACK's dtrtrs through scipy). The order is guessed (`order`, else by each upload's
-    time on its first phase's share) and, while some tau_j comes out negative, the phases
-    before the first in which a client ends early are kept, the clients from there on
-    re-sorted by the time each needs to finish at its start (the walk's choice there), and
-    only their phases solved again; each try is exact for its order, so the first with no negative
-    phase is the sharing's timeline. phase_upload_time_s, the phase-by-phase walk, where a few
+    (LAPACK's dtrtrs through scipy). The order is guessed (`order`: the clients of positive
+    weight, each once; else by each upload's time on its first phase's share) and, while
+    some tau_j comes out negative, the phases before the first in which a client ends early
+    are kept, the clients from there on re-sorted by the time each needs to finish at its
+    start (the walk's choice there), and only their phases solved again; each try is exact
+    for its order, so the first with no negative phase is the sharing's timeline.
+    phase_upload_time_s, the phase-by-phase walk, where a few
     tries do not settle the order and above MOST_FOR_SOLVE clients sending."""
     weights = np.asarray(weights, dtype=float)
     bits = np.broadcast_to(np.asarray(uplink.bits, dtype=float), (uplink.n,))
@@ -55,6 +56,8 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
                                        kind="stable")]  # fmt: skip
     else:
         order = np.asarray(order)[weights[order] > 0]  # (a copy)
+        if order.size != sending.size:
+            raise ValueError("shared_upload: `order` must list every client of positive weight")
     w = weights[order]
     still_w = np.cumsum(w[::-1])[::-1]  # W_j: the weight still sending in phase j
     left_bits = bits[order] * rate_unit(uplink)  # (in rate_unit's unit)

@@ -14,6 +14,8 @@ from fedjoule.policies import shared_upload as module
 from fedjoule.policies.bandwidth import Uplink, equal_shares
 from fedjoule.policies.min_energy import (
     MOST_EXPONENT,
+    ON_TIME_MARGIN,
+    InfeasibleAllocation,
     elasticity_exponent,
     hesrpt_weights,
     min_energy_weights,
@@ -104,3 +106,47 @@ def test_min_energy_beats_equal_and_its_family_grid(seed, deadline_s):
     grid += [hesrpt_weights(smith, c) for c in np.geomspace(1, 100, 200)]
     best_j = min(energy_j(w) for w in grid if on_time(w))
     assert energy_j(weights) <= best_j * 1.01
+
+
+def test_min_energy_leaves_room_for_the_engines_round_off():
+    """A review's case (fixed spectral efficiency, per-client deadlines): the weights found
+    end every upload at least ON_TIME_MARGIN (relative) before its deadline, so the
+    sharing engine, its arithmetic differing in the last bits, drops nobody."""
+    power_w = np.array([0.01, 0.2, 0.01, 0.2, 0.2])
+    up = Uplink(np.full(5, 6e3), power_w, W_HZ, fixed_se_bps_per_hz=1.7)
+    deadline_s = np.array([0.019241903551656735, 0.02318990139594658, 0.01977172703448526,
+                           0.015956576608573438, 0.02247723121231788])  # fmt: skip
+    weights = min_energy_weights(up, deadline_s)
+    assert np.all(shared_upload_time_s(up, weights) <= deadline_s * (1 - ON_TIME_MARGIN))
+    assert np.all(phase_upload_time_s(up, weights) <= deadline_s * (1 - ON_TIME_MARGIN))
+
+
+def test_per_client_deadlines_that_a_weighting_meets_are_not_refused():
+    """Deadlines 2.1 and 3.1 ms, two clients at SNR 15: no fixed split meets both (least
+    shares sum to 1.198), but serving client 0 first does (1.5 and 3.0 ms)."""
+    up = Uplink(np.full(2, 6e3), np.full(2, 0.2), W_HZ, snr=np.array([15.0, 15.0]))
+    deadline_s = np.array([0.0021, 0.0031])
+    time_s = shared_upload_time_s(up, min_energy_weights(up, deadline_s))
+    assert np.all(time_s <= deadline_s)
+    with pytest.raises(InfeasibleAllocation):  # a common deadline of 2.1 ms: none does
+        min_energy_weights(up, 0.0021)
+
+
+def test_a_deadline_binding_near_equal_still_finds_a_cheaper_split():
+    """A common deadline 5 % above equal's longest upload (100 clients): theta^rank's
+    search interval is all late there, so it looks toward equal and finds a split in time
+    spending at most 0.8 of equal's energy (a review's case: it returned equal)."""
+    up = uplink(100, 100)
+    equal = equal_shares(up)
+    deadline_s = 1.05 * shared_upload_time_s(up, equal).max()
+    weights = min_energy_weights(up, deadline_s)
+    time_s = shared_upload_time_s(up, weights)
+    assert np.all(time_s <= deadline_s)
+    equal_j = up.tx_power_w @ shared_upload_time_s(up, equal)
+    assert up.tx_power_w @ time_s <= 0.8 * equal_j
+
+
+def test_a_guessed_order_must_list_every_client_sending():
+    up = uplink(3, 1)
+    with pytest.raises(ValueError, match="every client of positive weight"):
+        shared_upload_time_s(up, np.full(3, 1 / 3), order=np.array([0, 1]))
