@@ -78,11 +78,12 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     default-theory's (100 clients) within 0.03 % or up to 0.9 % less, in 7 to 9
     evaluations (docs/policies.md). Where no candidate meets the deadlines, and in the
     small case (up to NELDER_MEAD_CLIENTS clients, as the optimality test's brute force),
-    `polished` searches on. InfeasibleAllocation where nothing found meets the deadlines,
-    and at once where the least shares meeting the deadlines on fixed bands sum over the
-    band (then, for a common deadline, no weighting meets them either, by Jensen: the rate
-    is concave in the share, so a client's mean share over its upload, held, sends at
-    least as much)."""
+    `polished` searches on. Candidates are on time with ON_TIME_MARGIN to spare. With
+    deadlines of their own, where all are late, earliest-deadline-first weights are tried.
+    InfeasibleAllocation where nothing found meets the deadlines, and at once where the
+    least shares sending every upload by the last deadline on fixed bands sum over the band
+    (then no weighting does either, by Jensen: the rate is concave in the share, so a
+    client's mean share over its upload, held, sends at least as much)."""
     deadline_s = np.broadcast_to(np.asarray(deadline_s, dtype=float), (uplink.n,))
     equal = equal_shares(uplink)
     if uplink.n == 1:
