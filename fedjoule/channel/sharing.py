@@ -126,7 +126,8 @@ def fdma_uplink(
             if weights is None:
                 rates = c.rate_bps(act, attempt[act], bandwidth_hz / act.size)
             else:  # B w_k / sum_j w_j over the clients sending now
-                share_hz = bandwidth_hz * weights[act] / weights[act].sum()
+                sending_w = weights[act]
+                share_hz = bandwidth_hz * sending_w / sending_w.sum()
                 rates = c.rate_bps(act, attempt[act], share_hz)
             with np.errstate(divide="ignore"):
                 left_s = np.where(rates > 0, np.maximum(remaining[act], 0.0) / rates, np.inf)
