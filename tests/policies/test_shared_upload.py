@@ -150,3 +150,23 @@ def test_a_guessed_order_must_list_every_client_sending():
     up = uplink(3, 1)
     with pytest.raises(ValueError, match="every client of positive weight"):
         shared_upload_time_s(up, np.full(3, 1 / 3), order=np.array([0, 1]))
+
+
+@pytest.mark.parametrize("rate", ["fixed-snr", "fixed-se", "interference"])
+def test_the_triangular_solve_is_the_phase_walk_on_every_rate_model(rate):
+    """A fixed SNR, a fixed spectral efficiency, and a noise PSD of its own per client (co-
+    channel interference: N0 + I / W), each against the walk."""
+    gen = np.random.default_rng(8)
+    base = uplink(50, 9)
+    if rate == "fixed-snr":
+        up = Uplink(base.bits, base.tx_power_w, W_HZ, snr=10 ** gen.uniform(-1.5, 4, 50))
+    elif rate == "fixed-se":
+        up = Uplink(base.bits, base.tx_power_w, W_HZ, fixed_se_bps_per_hz=2.5)
+    else:
+        noise = NOISE_PSD_W_PER_HZ * 10 ** gen.uniform(0, 3, 50)  # up to 30 dB of interference
+        up = Uplink(base.bits, base.tx_power_w, W_HZ, rx_power_w=base.rx_power_w,
+                    noise_psd_w_per_hz=noise)  # fmt: skip
+    for weights in weight_cases(50, gen):
+        sending = weights > 0
+        walked_s = phase_upload_time_s(up, weights)[sending]
+        assert shared_upload_time_s(up, weights)[sending] == pytest.approx(walked_s, rel=1e-12)
