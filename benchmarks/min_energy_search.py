@@ -4,8 +4,11 @@ hands them to the allocator, each solved by `min_energy_weights` and by a refere
 of several hundred evaluations: heSRPT's weights (c on a 200-point grid) and theta^rank
 (a on a 200-point grid) in Smith's order, then scipy's Nelder-Mead in log-weights from the
 best (300 evaluations, lateness a penalty). Per round: the energy of min-energy's weights
-over the reference's (both on time), its evaluations of the sharing, and whether heSRPT's
-weights alone were on time.
+over the reference's (both on time), its evaluations of the sharing, whether heSRPT's
+weights alone were on time (and their energy over the reference's), and the energy of a
+rule that needs no search and is sure to meet a common deadline D: (1 - b) heSRPT's +
+b equal-finish's weights, b = T / D (T equal-finish's time: each client then always holds
+at least b times its equal-finish share, and the rate is concave in the share).
 
 Run: PYTHONPATH=. python benchmarks/min_energy_search.py [--rounds 8]"""
 
@@ -85,6 +88,7 @@ def reference_j(uplink, left_s) -> float:
 def compare(calls: list) -> list[dict]:
     """Per call: min-energy's energy over the reference's, its evaluations, heSRPT on time."""
     import fedjoule.policies.min_energy as min_energy
+    from fedjoule.policies.bandwidth import equal_finish_shares
     from fedjoule.policies.min_energy import (
         elasticity_exponent,
         hesrpt_weights,
@@ -108,11 +112,22 @@ def compare(calls: list) -> list[dict]:
         energy_j = float(uplink.tx_power_w @ shared_upload_time_s(uplink, weights))
         smith = np.argsort(uplink.upload_time_s(np.ones(uplink.n)) / uplink.tx_power_w)
         shaped = hesrpt_weights(smith, elasticity_exponent(uplink))
+        finish = equal_finish_shares(uplink)
+        b = min(1.0, float(uplink.upload_time_s(finish).max() / left_s.min()))
+        reference = reference_j(uplink, left_s)
+
+        def over(weights, uplink=uplink, left_s=left_s, reference=reference):
+            time_s = shared_upload_time_s(uplink, weights)
+            on_time = np.all(time_s <= left_s)
+            return float(uplink.tx_power_w @ time_s) / reference if on_time else math.inf
+
         rows.append({
             "clients": uplink.n,
-            "energy_over_reference": energy_j / reference_j(uplink, left_s),
+            "energy_over_reference": energy_j / reference,
             "evaluations": count[0],
             "hesrpt_on_time": bool(np.all(shared_upload_time_s(uplink, shaped) <= left_s)),
+            "hesrpt_over_reference": over(shaped),
+            "sure_mix_over_reference": over((1.0 - b) * shaped + b * finish),
         })  # fmt: skip
     return rows
 
@@ -129,7 +144,9 @@ def main() -> None:
         print(
             f"{name}: energy over the reference {min(ratio):.4f} to {max(ratio):.4f}, "
             f"{np.mean([r['evaluations'] for r in rows]):.1f} evaluations a call, heSRPT on "
-            f"time in {sum(r['hesrpt_on_time'] for r in rows)} of {len(rows)}"
+            f"time in {sum(r['hesrpt_on_time'] for r in rows)} of {len(rows)}, the sure mix "
+            f"{min(r['sure_mix_over_reference'] for r in rows):.2f} to "
+            f"{max(r['sure_mix_over_reference'] for r in rows):.2f}"
         )
     save_results("min_energy_search", results)
 
