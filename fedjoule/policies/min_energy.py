@@ -105,7 +105,10 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     # evaluation (the estimate's sum within ulps of share_for_time's, which decides where
     # it is near 1); by Jensen no weighting does either (every client must be done by then)
     last_s = float(deadline_s.max())
-    if not share_estimate(uplink, last_s).sum() < 1.0 - 1e-9:
+    estimate = share_estimate(uplink, last_s)
+    if np.all(np.isfinite(estimate)) and estimate.sum() > 1.0 + 1e-9:
+        _refuse(uplink, estimate, last_s)  # (the bisection's sum would be the same to 1e-12)
+    if not estimate.sum() < 1.0 - 1e-9:
         least = share_for_time(uplink, last_s)
         if not np.all(np.isfinite(least)) or least.sum() > 1.0:
             _refuse(uplink, least, last_s)
