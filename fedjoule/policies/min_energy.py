@@ -1,5 +1,6 @@
-"""The min-energy bandwidth allocator: the split of the uplink band that minimises the
-round's radiated energy with every upload within its deadline (a convex problem, scipy)."""
+"""The min-energy bandwidth allocator: the weights of the uplink band's sharing that
+minimise the round's radiated energy with every upload within its deadline (a search over
+a few candidates, scipy), and the fixed-band optimum (a convex problem, scipy's roots)."""
 
 import math
 
@@ -32,8 +33,6 @@ NELDER_MEAD_CLIENTS = 4
 # heSRPT's exponent c = 1 / (1 - e) at most (e = 1: a rate linear in the share); at this
 # the weights are one at a time to LEAST_WEIGHT.
 MOST_EXPONENT = 1e6
-# Where that search ends late, it looks down to a_h / 2 e^-NEAR_EQUAL (about equal weights).
-NEAR_EQUAL = 12.0
 # min-energy's weights must end each upload this much (relative) before its deadline: the
 # engines' own arithmetic differs in the last bits (a client on time by 1e-18 s here was
 # dropped by the engine).
@@ -44,6 +43,8 @@ EARLIEST_FIRST = 30.0
 # turns_candidates' search stops within this in ln a (15 %: its energy is flat there,
 # within 0.3 % on default's and default-theory's rounds).
 TURNS_STEP = 0.15
+# Where that search ends late, it looks down to a_h / 2 e^-NEAR_EQUAL (about equal weights).
+NEAR_EQUAL = 12.0
 
 # The least weight against the largest (the predictor's shares stay well above underflow).
 LEAST_WEIGHT = 1e-30
@@ -144,11 +145,17 @@ def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:
     Where its best is late but a near-equal a is not, the largest a in time below the
     interval, by bisection. (judged, tie order, weights) of each."""
     a_h = max(exponent - 1.0, 1e-3) / m
-    seen = {}
+    seen = {}  # ln a: ((late, energy), weights), each evaluated once
 
     def energy_j(x: float) -> float:
-        seen[x] = judged(turns(math.exp(x)))
-        return seen[x][1]
+        weights = turns(math.exp(x))
+        seen[x] = (judged(weights), weights)
+        return seen[x][0][1]
+
+    def late(x: float) -> bool:
+        if x not in seen:
+            energy_j(x)
+        return seen[x][0][0]
 
     along = minimize_scalar(
         energy_j,
@@ -156,16 +163,15 @@ def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:
         method="bounded",
         options={"xatol": TURNS_STEP},
     )
-    found = [(seen[along.x], 2, turns(math.exp(along.x)))]
+    found = [(seen[along.x][0], 2, seen[along.x][1])]
     low, high = math.log(a_h / 2.0) - NEAR_EQUAL, math.log(a_h / 2.0)
-    if seen[along.x][0] and not judged(turns(math.exp(low)))[0]:
+    if late(along.x) and not late(low):
         # all late: the deadline binds below a_h / 2, toward equal (a -> 0); the largest
         # a in time by bisection in ln a (the energy falls as a grows up to its best)
         while high - low > TURNS_STEP:
             middle = 0.5 * (low + high)
-            energy_j(middle)
-            low, high = (low, middle) if seen[middle][0] else (middle, high)
-        found.append((judged(turns(math.exp(low))), 4, turns(math.exp(low))))
+            low, high = (low, middle) if late(middle) else (middle, high)
+        found.append((seen[low][0], 4, seen[low][1]))
     return found
 
 
