@@ -47,8 +47,7 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
     if sending.size == 0:
         return done_s, sending
     if sending.size > MOST_FOR_SOLVE:
-        done_s = phase_upload_time_s(uplink, weights)
-        return done_s, sending[np.argsort(done_s[sending], kind="stable")]
+        return walked(uplink, weights, sending)
     if order is None:
         first = np.where(weights > 0, weights / weights[sending].sum(), 0.0)
         with np.errstate(divide="ignore"):
@@ -92,6 +91,11 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             keep += d
             order[keep:], w[keep:], left_bits = order[keep:][by], w[keep:][by], left_bits[by]
             still_w[keep:] = np.cumsum(w[keep:][::-1])[::-1]
+    return walked(uplink, weights, sending)
+
+
+def walked(uplink: Uplink, weights: np.ndarray, sending: np.ndarray):
+    """shared_upload by the walk: the times, and the clients sending in finishing order."""
     done_s = phase_upload_time_s(uplink, weights)
     return done_s, sending[np.argsort(done_s[sending], kind="stable")]
 
