@@ -77,6 +77,17 @@ def plain(value: Any) -> Any:
     return value
 
 
+def as_numpy(value):
+    """A checkpoint's plain data with its tensors (the saved numpy arrays) as numpy arrays."""
+    if hasattr(value, "numpy"):
+        return value.numpy().copy()
+    if isinstance(value, dict):
+        return {k: as_numpy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(as_numpy(v) for v in value)
+    return value
+
+
 def save_checkpoint(
     path: Path,
     simulation: dict,

@@ -17,6 +17,7 @@ from fedjoule.channel.link import airtime_s, shannon_rate_bps
 from fedjoule.channel.units import db_to_linear, dbm_to_w
 from fedjoule.policies.observation import Observation
 from fedjoule.policies.select import spectral_efficiency
+from fedjoule.simulator.checkpoint import as_numpy
 from fedjoule.simulator.transfers import typical_bandwidth_hz
 
 # the per-client arrays of a checkpoint (state_dict), in this order
@@ -184,9 +185,7 @@ class Observer:
         for name in KEPT:
             if name not in saved:
                 continue
-            value = saved[name]
-            value = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
-            setattr(self, name, value.copy())
+            setattr(self, name, np.array(as_numpy(saved[name])))
 
 
 class LazyObservation(Observation):

@@ -11,6 +11,7 @@ from fedjoule.plugins import call_plugin
 from fedjoule.policies.observation import Decision, Observation, check_decision
 from fedjoule.policies.plugin import DECIDED, Plan, decides, policy_class
 from fedjoule.scenarios.schema.policy import band_share_refusal
+from fedjoule.simulator.checkpoint import as_numpy
 
 PLAIN = "numbers, strings, None, lists, dicts with string keys, numpy arrays of numbers"
 
@@ -36,17 +37,6 @@ def plain_refusal(value, where: str) -> str | None:
                 return found
         return None
     return f"{where}: a {type(value).__name__}"
-
-
-def as_numpy(value):
-    """A checkpoint's plain data with its tensors (the saved numpy arrays) as numpy arrays."""
-    if hasattr(value, "numpy"):
-        return value.numpy().copy()
-    if isinstance(value, dict):
-        return {k: as_numpy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(as_numpy(v) for v in value)
-    return value
 
 
 class PluginPolicy:
