@@ -9,7 +9,6 @@ from fedjoule.errors import FedjouleError
 
 # Normalised shares s / sum(s) sum to 1 within a few ulps; this much more is round-off.
 SHARE_SUM_SLACK = 1e-9
-CSI_FIELDS = ("sinr_db", "mean_sinr_db")
 
 
 @dataclass(frozen=True)
