@@ -81,7 +81,8 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     small case (up to NELDER_MEAD_CLIENTS clients, as the optimality test's brute force),
     `polished` searches on. Candidates are on time with ON_TIME_MARGIN to spare. With
     deadlines of their own, where all are late, earliest-deadline-first weights are tried.
-    InfeasibleAllocation where nothing found meets the deadlines, and at once where the
+    InfeasibleAllocation where nothing found meets the deadlines, and at once where a
+    client is too slow for its own deadline even on the whole band, or where the
     least shares sending every upload by the last deadline on fixed bands sum over the band
     (then no weighting does either, by Jensen: the rate is concave in the share, so a
     client's mean share over its upload, held, sends at least as much)."""
@@ -89,8 +90,9 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     equal = equal_shares(uplink)
     if uplink.n == 1:
         return equal
-    alone_s = uplink.upload_time_s(np.ones(uplink.n)) / uplink.tx_power_w
-    smith = np.argsort(alone_s, kind="stable")  # Smith's order
+    alone_s = uplink.upload_time_s(np.ones(uplink.n))
+    refused_early(uplink, deadline_s, alone_s)
+    smith = np.argsort(alone_s / uplink.tx_power_w, kind="stable")  # Smith's order
     rank = np.argsort(smith, kind="stable")
     guess = [None]  # the last evaluation's finishing order, the next one's guess
     within_s = deadline_s * (1.0 - ON_TIME_MARGIN)  # on time, with room for round-off
@@ -102,17 +104,6 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
         energy_j = float(np.sum(uplink.tx_power_w * time_s)) * (1.0 + LATENESS_PENALTY * late)
         return bool(late > 0), energy_j
 
-    # no fixed split sends every upload by the last deadline: refused before any O(m^2)
-    # evaluation (the estimate's sum within ulps of share_for_time's, which decides where
-    # it is near 1); by Jensen no weighting does either (every client must be done by then)
-    last_s = float(deadline_s.max())
-    estimate = share_estimate(uplink, last_s)
-    if np.all(np.isfinite(estimate)) and estimate.sum() > 1.0 + 1e-9:
-        _refuse(uplink, estimate, last_s)  # (the bisection's sum would be the same to 1e-12)
-    if not estimate.sum() < 1.0 - 1e-9:
-        least = share_for_time(uplink, last_s)
-        if not np.all(np.isfinite(least)) or least.sum() > 1.0:
-            _refuse(uplink, least, last_s)
     ranked = [(judged(equal), 0, equal)]
     exponent = elasticity_exponent(uplink)
     shaped = hesrpt_weights(smith, exponent)
@@ -133,6 +124,24 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
             "its deadline; select fewer clients or allow more time"
         )
     return best[2]
+
+
+def refused_early(uplink: Uplink, deadline_s: np.ndarray, alone_s: np.ndarray) -> None:
+    """InfeasibleAllocation before any O(m^2) evaluation of the sharing: where a client is
+    too slow for its own deadline even on the whole band (alone_s, its upload time there),
+    or where no fixed split sends every upload by the last deadline (the estimate's sum
+    within ulps of share_for_time's, which decides where it is near 1); by Jensen no
+    weighting does either (every client must be done by then)."""
+    if np.any(alone_s > deadline_s):
+        _refuse(uplink, np.where(alone_s > deadline_s, np.inf, 0.0), deadline_s)
+    last_s = float(deadline_s.max())
+    estimate = share_estimate(uplink, last_s)
+    if np.all(np.isfinite(estimate)) and estimate.sum() > 1.0 + 1e-9:
+        _refuse(uplink, estimate, last_s)  # (the bisection's sum would be the same to 1e-12)
+    if not estimate.sum() < 1.0 - 1e-9:
+        least = share_for_time(uplink, last_s)
+        if not np.all(np.isfinite(least)) or least.sum() > 1.0:
+            _refuse(uplink, least, last_s)
 
 
 def turns_candidates(turns, judged, exponent: float, m: int) -> list[tuple]:

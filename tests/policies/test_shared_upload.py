@@ -132,6 +132,28 @@ def test_per_client_deadlines_that_a_weighting_meets_are_not_refused():
         min_energy_weights(up, 0.0021)
 
 
+def test_a_client_too_slow_for_its_own_deadline_is_refused_before_any_search(monkeypatch):
+    """Deadlines of their own, 3.1 and 1.0 ms: client 1 needs 1.5 ms even alone on the
+    whole band (6,000 bits at 4 Mbit/s). The last deadline's check (3.1 ms) misses it; it
+    used to be found only after the whole search (each candidate's sharing evaluated),
+    now before the first evaluation."""
+    import fedjoule.policies.min_energy as min_energy
+
+    evaluations = []
+    evaluate = min_energy.shared_upload
+    monkeypatch.setattr(
+        min_energy, "shared_upload", lambda *a, **k: evaluations.append(1) or evaluate(*a, **k)
+    )
+    up = Uplink(np.full(2, 6e3), np.full(2, 0.2), W_HZ, snr=np.array([15.0, 15.0]))
+    with pytest.raises(InfeasibleAllocation) as refused:
+        min_energy_weights(up, np.array([0.0031, 0.0010]))
+    assert evaluations == []
+    assert str(refused.value) == (
+        "min-energy: selected client 1 cannot upload 6000 bits within 0.001 s even on the "
+        "whole band"
+    )
+
+
 def test_a_deadline_binding_near_equal_still_finds_a_cheaper_split():
     """A common deadline 5 % above equal's longest upload (100 clients): theta^rank's
     search interval is all late there, so it looks toward equal and finds a split in time
