@@ -10,11 +10,13 @@ from scipy.linalg.lapack import dtrtrs
 from fedjoule.channel.sharing import FINISH_TOLERANCE_S
 from fedjoule.policies.bandwidth import Uplink
 
-# shared_upload's guesses of the finishing order before it walks the phases.
-ORDER_TRIES = 8
-# Above this many clients sending, the (m, m) rate matrix (8 m^2 bytes, several alive at
-# once: 32 MB at 2,048) gives way to the walk, O(m) in memory.
-MOST_FOR_SOLVE = 2048
+# A try solves the next phases in a block of at most this many rates (clients still
+# sending x phases; 16 MB), so memory stays O(m) per phase: all of them at once up to
+# 1,448 clients sending.
+BLOCK_RATES = 2**21
+# ... and at least this many (a smaller block costs about as much: numpy's overhead), so
+# up to 128 clients sending every try takes all the phases left.
+LEAST_BLOCK_RATES = 2**14
 
 
 def shared_upload_time_s(uplink: Uplink, weights: np.ndarray, order=None) -> np.ndarray:
@@ -27,71 +29,88 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
     sharing.fdma_uplink, generalised processor sharing, Parekh & Gallager 1993), all
     starting together: phase by phase the clients still sending share the band by weight,
     s_k = w_k / sum of their w_j, at the channel's rate on that share, until the first
-    finishes; the band is then re-divided among the rest. inf for a weight of 0.
+    finishes; the band is then re-divided among the rest. inf for a weight of 0. Also the
+    clients sending, in the order they finish.
 
     Given the order in which they finish, phase j (clients j, j+1, ... of that order still
     sending) lasts tau_j, and client k's bits are sum_{j <= k} tau_j r_k(w_k / W_j) with W_j
-    the weight still sending: a lower-triangular linear system in tau, solved at once
-    (LAPACK's dtrtrs through scipy). The order is guessed (`order`: the clients of positive
-    weight, each once; else by each upload's time on its first phase's share) and, while
-    some tau_j comes out negative, the phases before the first in which a client ends early
-    are kept, the clients from there on re-sorted by the time each needs to finish at its
-    start (the walk's choice there), and only their phases solved again; each try is exact
-    for its order, so the first with no negative phase is the sharing's timeline.
-    phase_upload_time_s, the phase-by-phase walk, where a few
-    tries do not settle the order and above MOST_FOR_SOLVE clients sending."""
+    the weight still sending: a lower-triangular linear system in tau, solved a block of
+    phases at a time (LAPACK's dtrtrs through scipy). The order is guessed (`order`: the
+    clients of positive weight, each once; else by each upload's time on its first
+    phase's share). A block's phases are kept up to the first that is wrong: one of
+    negative length (its client ended before the one before it), or one in which a client
+    not due yet sends all its bits. The clients left are then re-sorted by the time each
+    needs at the shares of that moment (the walk's choice, so the next block keeps its
+    first phase at least), and the next block, twice as many phases as were kept, starts
+    there. Each kept phase is exact, so the result is the phase-by-phase walk's
+    (phase_upload_time_s, the fallback where a rate is 0)."""
     weights = np.asarray(weights, dtype=float)
     bits = np.broadcast_to(np.asarray(uplink.bits, dtype=float), (uplink.n,))
     sending = np.flatnonzero(weights > 0)
     done_s = np.full(uplink.n, np.inf)
     if sending.size == 0:
         return done_s, sending
-    if sending.size > MOST_FOR_SOLVE:
-        return walked(uplink, weights, sending)
     if order is None:
-        first = np.where(weights > 0, weights / weights[sending].sum(), 0.0)
-        with np.errstate(divide="ignore"):
-            order = sending[np.argsort(bits[sending] / uplink.rate_bps(first)[sending],
-                                       kind="stable")]  # fmt: skip
+        order = by_time_needed(uplink, weights, bits, sending)
     else:
         order = np.asarray(order)[weights[order] > 0]  # (a copy)
         if order.size != sending.size:
             raise ValueError("shared_upload: `order` must list every client of positive weight")
-    w = weights[order]
-    still_w = np.cumsum(w[::-1])[::-1]  # W_j: the weight still sending in phase j
-    left_bits = bits[order] * rate_unit(uplink)  # (in rate_unit's unit)
-    phase_s = np.empty(len(order))
-    keep = 0  # phases 0 .. keep - 1 are settled
+    w, left_bits = weights[order], bits[order] * rate_unit(uplink)  # (in rate_unit's unit)
+    finished, now_s, block, resorted = [], 0.0, order.size, False
     with np.errstate(all="ignore"):
-        for _ in range(ORDER_TRIES):
-            rate = rates_in_phases(uplink, order[keep:], w[keep:], still_w[keep:])
-            # LAPACK's triangular solve, reading only the lower triangle (.T: Fortran order)
-            phase_s[keep:] = dtrtrs(rate.T, left_bits, lower=0, trans=1)[0]
+        while order.size:
+            block = min(order.size, max(block, LEAST_BLOCK_RATES // order.size),
+                        max(BLOCK_RATES // order.size, 1))  # fmt: skip
+            still_w = np.cumsum(w[::-1])[::-1][:block]  # W_j: the weight still sending
+            rate = rates_in_phases(uplink, order, w, still_w)  # (clients left, block)
+            phase_s, singular = dtrtrs(rate[:block, :block].T, left_bits[:block], lower=0, trans=1)
             end_s = np.cumsum(phase_s)
-            if not np.all(np.isfinite(end_s)):  # a rate of 0 on its own last phase
-                break
-            early = np.flatnonzero(phase_s[keep:] < -1e-12 * end_s[-1])
-            if early.size == 0:
-                done_s[order] = np.maximum.accumulate(end_s)
-                return done_s, order
-            # order[j] ends before order[j - 1] (phase j < 0): settle the phases up to
-            # d = j - 1, or, where a client's bits were all sent before d (its bits left
-            # <= 0), up to the first phase in which one was (before it nobody ended early,
-            # so those phases hold). Sort the rest by the time each needs at phase d's
-            # rates, the walk's choice there (so each try settles one phase more at least)
-            d = max(int(early[0]) - 1, 0)
-            left = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
-            ended = np.flatnonzero(left <= 0.0)
-            if ended.size:
-                sent = np.cumsum(rate[d + ended, :d] * phase_s[keep : keep + d], axis=1)
-                d = int(np.argmax(sent >= left_bits[d + ended, None], axis=1).min())
-                left = left_bits[d:] - rate[d:, :d] @ phase_s[keep : keep + d]
-            by = np.argsort(left / rate[d:, d], kind="stable")
-            left_bits = left
-            keep += d
-            order[keep:], w[keep:], left_bits = order[keep:][by], w[keep:][by], left_bits[by]
-            still_w[keep:] = np.cumsum(w[keep:][::-1])[::-1]
-    return walked(uplink, weights, sending)
+            if singular or not np.isfinite(end_s[-1]):  # a rate of 0: the walk
+                return walked(uplink, weights, sending)
+            kept, left_bits = phases_kept(rate, phase_s, end_s, left_bits)
+            if kept == 0 and resorted:  # (the first phase is then the walk's: round-off)
+                kept, left_bits = 1, left_bits[1:] - rate[1:, 0] * phase_s[0]
+            if kept:
+                end_s = np.maximum.accumulate(end_s[:kept])
+                done_s[order[:kept]] = now_s + end_s
+                finished.append(order[:kept])
+                now_s += float(end_s[-1])
+                order, w = order[kept:], w[kept:]
+            resorted = kept < block and order.size > 0
+            if resorted:  # a wrong guess: the rest re-sorted at this moment
+                by = np.argsort(left_bits / rate[kept:, kept], kind="stable")
+                order, w, left_bits = order[by], w[by], left_bits[by]
+            block = 2 * kept
+    return done_s, finished[0] if len(finished) == 1 else np.concatenate(finished)
+
+
+def phases_kept(rate: np.ndarray, phase_s: np.ndarray, end_s: np.ndarray, left_bits: np.ndarray):
+    """How many of a block's first phases are right (shared_upload), and the bits the
+    clients due after them have left then: the phases before the one ending the client
+    that precedes the first phase of negative length, and before the first phase in which
+    a client due later sends all its bits (beyond round-off; where the block holds every
+    client left and no phase is negative, none does: each client still had bits to send
+    when the phase before its own ended)."""
+    tolerance_s = 1e-12 * abs(float(end_s[-1]))
+    early = np.flatnonzero(phase_s < -tolerance_s)
+    kept = len(phase_s) if early.size == 0 else int(early[0]) - 1
+    if kept == rate.shape[0] or kept == 0:
+        return kept, left_bits[kept:]
+    left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
+    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s)
+    if ended.size:  # the first phase in which one of them sent its bits
+        sent = np.cumsum(rate[kept + ended, :kept] * phase_s[:kept], axis=1)
+        kept = int(np.argmax(sent >= left_bits[kept + ended, None], axis=1).min())
+        left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
+    return kept, left
+
+
+def by_time_needed(uplink: Uplink, weights: np.ndarray, bits: np.ndarray, sending: np.ndarray):
+    """The clients sending sorted by the time each needs on its share of the first phase."""
+    first = np.where(weights > 0, weights / weights[sending].sum(), 0.0)
+    with np.errstate(divide="ignore"):
+        return sending[np.argsort(bits[sending] / uplink.rate_bps(first)[sending], kind="stable")]
 
 
 def walked(uplink: Uplink, weights: np.ndarray, sending: np.ndarray):
@@ -106,8 +125,8 @@ def rate_unit(uplink: Uplink) -> float:
 
 
 def rates_in_phases(uplink: Uplink, order: np.ndarray, w: np.ndarray, still_w: np.ndarray):
-    """(m, m): client order[k]'s rate in phase j, on the share w_k / W_j (the upper
-    triangle, past its finish, unused): b r at a fixed spectral efficiency or SNR, else
+    """(clients, phases): client order[k]'s rate in phase j, on the share w_k / W_j (past
+    its own phase, unused): b r at a fixed spectral efficiency or SNR, else
     b ln(1 + P_rx / (N0 b)) on b = W w_k / W_j (Shannon's rate times ln 2, rate_unit)."""
     band_hz = np.multiply.outer(w * uplink.bandwidth_hz, 1.0 / still_w)
     if uplink.fixed_se_bps_per_hz is not None:
@@ -124,8 +143,12 @@ def rates_in_phases(uplink: Uplink, order: np.ndarray, w: np.ndarray, still_w: n
 
 def phase_upload_time_s(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
     """shared_upload_time_s walked phase by phase, as the engine: the first to finish (all
-    within FINISH_TOLERANCE_S of it) ends each phase."""
-    weights = np.asarray(weights, dtype=float)
+    within FINISH_TOLERANCE_S of it) ends each phase (a client of rate 0 never: inf)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _walk(uplink, np.asarray(weights, dtype=float))
+
+
+def _walk(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
     left_bits = np.array(uplink.bits, dtype=float) * np.ones(uplink.n)
     done_s = np.full(uplink.n, np.inf)
     sending = weights > 0
@@ -133,8 +156,7 @@ def phase_upload_time_s(uplink: Uplink, weights: np.ndarray) -> np.ndarray:
     while sending.any():
         share = np.where(sending, weights / weights[sending].sum(), 0.0)
         rate_bps = uplink.rate_bps(share)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step_s = float(np.min(np.where(sending, left_bits / rate_bps, np.inf)))
+        step_s = float(np.min(np.where(sending, left_bits / rate_bps, np.inf)))
         left_bits = np.where(sending, left_bits - rate_bps * step_s, left_bits)
         now_s += step_s
         ends = sending & (left_bits <= rate_bps * FINISH_TOLERANCE_S)

@@ -55,18 +55,31 @@ def test_the_triangular_solve_is_the_phase_walk(bits):
         assert solved_s[sending] == pytest.approx(walked_s[sending], rel=1e-12, abs=0)
 
 
-def test_the_fallback_walk_gives_the_same_times(monkeypatch):
-    up, weights = uplink(40, 2), np.random.default_rng(4).random(40)
-    expected_s = shared_upload_time_s(up, weights)
-    monkeypatch.setattr(module, "ORDER_TRIES", 0)  # no guess: the walk at once
-    assert shared_upload_time_s(up, weights) == pytest.approx(expected_s, rel=1e-12, abs=0)
+def test_a_client_of_rate_zero_takes_the_walk():
+    """No received power: its rate is 0 and it never ends (inf); the others' times are the
+    walk's (the triangular solve cannot hold a rate of 0 on its diagonal)."""
+    up = uplink(40, 2)
+    up = Uplink(up.bits, up.tx_power_w, W_HZ, rx_power_w=np.where(np.arange(40) == 7, 0.0,
+                                                                   up.rx_power_w))  # fmt: skip
+    weights = np.random.default_rng(4).random(40)
+    time_s = shared_upload_time_s(up, weights)
+    assert time_s[7] == np.inf
+    assert np.array_equal(time_s, phase_upload_time_s(up, weights))
 
 
-def test_above_the_solve_s_size_the_walk_gives_the_times(monkeypatch):
-    up, weights = uplink(40, 5), np.random.default_rng(6).random(40)
-    solved_s = shared_upload_time_s(up, weights)
-    monkeypatch.setattr(module, "MOST_FOR_SOLVE", 39)  # 40 sending: O(m) memory, the walk
-    assert shared_upload_time_s(up, weights) == pytest.approx(solved_s, rel=1e-12, abs=0)
+@pytest.mark.parametrize("seed", [5, 6])
+def test_blocks_of_a_few_phases_give_the_walks_times(monkeypatch, seed):
+    """Blocks of 4 phases at most (BLOCK_RATES 160 rates over 40 clients), so most clients
+    are due after the block: each block's phases are kept only while none of them ends
+    within them, and the times are still the walk's."""
+    gen = np.random.default_rng(seed)
+    up = uplink(40, seed, gen.uniform(1e3, 5e4, 40))
+    monkeypatch.setattr(module, "BLOCK_RATES", 160)
+    monkeypatch.setattr(module, "LEAST_BLOCK_RATES", 1)
+    for weights in weight_cases(40, gen):
+        sending = weights > 0
+        walked_s = phase_upload_time_s(up, weights)[sending]
+        assert shared_upload_time_s(up, weights)[sending] == pytest.approx(walked_s, rel=1e-12)
 
 
 def test_hesrpt_weights_by_hand():
