@@ -75,9 +75,7 @@ class TrainingLoss:
         return torch.where(self.steps > 0, total / self.steps.clamp(min=1), torch.nan)
 
 
-def write_losses(
-    out: torch.Tensor, loss: torch.Tensor, square: torch.Tensor | None = None
-) -> None:
+def write_losses(out: torch.Tensor, loss: torch.Tensor, square: torch.Tensor | None = None) -> None:
     """A gradient's losses into TrainingLoss.out()'s buffer (its rows, (m, 2) or (2,)): the
     mean loss and, where it computed it, the mean squared per-sample loss."""
     out[..., 0].copy_(loss)

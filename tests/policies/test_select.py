@@ -140,7 +140,8 @@ def test_oort_utility_takes_the_root_mean_square_of_the_per_sample_losses():
     assert utility[:3] == pytest.approx([75 + bonus, (75 + bonus) / 4, 16 + bonus], rel=1e-15)
     assert np.isnan(utility[3])  # never explored
     without = observation(2, 100, n_samples=np.array([100, 40]), loss=np.array([0.5, 0.4]),
-                          participations=np.ones(2, dtype=int), age_rounds=np.full(2, 10))
+                          participations=np.ones(2, dtype=int),
+                          age_rounds=np.full(2, 10))  # fmt: skip
     assert without.loss_rms is None  # an Observation made without it: the mean loss
     assert oort_utility(without, 10.0) == pytest.approx([50 + bonus, 16 + bonus], rel=1e-15)
 
