@@ -34,6 +34,8 @@ def per_sample_losses(objective: Loss, logits: torch.Tensor, y: torch.Tensor) ->
     """(B,) each sample's loss, whose mean is the batch's: cross-entropy without reduction
     (a sequence's: the mean over its positions); a custom loss on each sample alone (a
     batch of one)."""
+    if objective is cross_entropy and logits.dim() == 2:
+        return F.cross_entropy(logits, y, reduction="none")
     if objective is cross_entropy:
         each = F.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none"
