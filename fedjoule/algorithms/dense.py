@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from fedjoule.algorithms.train_loss import write_losses
 from fedjoule.models.functional import FlatModel, cross_entropy
 
 
@@ -90,7 +91,7 @@ class DenseGradient:
         self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss_out=None
     ) -> torch.Tensor:
         """(m, P) gradients of mean cross-entropy at `params` (m, P) on batches x (m, B, ...);
-        `loss_out` (m,), if given, receives each client's loss. The returned buffer is
+        `loss_out` (m, 2), if given, receives each client's losses. The returned buffer is
         reused two calls later."""
         ws = self._workspace(*x.shape[:2], params)
         self._own.flip ^= 1
@@ -114,8 +115,8 @@ class DenseGradient:
     ) -> None:
         """One plain SGD step in place, params -= lr (gradient + decay params), without the
         flat gradient: each layer's gradient is subtracted from its weights as soon as it
-        is known (after its weights have served the backward pass). `loss_out` (m,), if
-        given, receives each client's loss before the step."""
+        is known (after its weights have served the backward pass). `loss_out` (m, 2), if
+        given, receives each client's losses before the step."""
         ws = self._workspace(*x.shape[:2], params)
 
         def step(layer, weight, dw, db):
@@ -131,7 +132,8 @@ class DenseGradient:
     def _backward(self, params, x, y, ws, sink, loss_out=None) -> None:
         """Forward and backward passes; `sink(layer, weight, dw, db)` receives each layer's
         gradients, last layer first, once the layer's weights are no longer needed;
-        `loss_out` (m,), if given, each client's mean cross-entropy from the logits."""
+        `loss_out` (m, 2), if given, each client's mean cross-entropy from the logits and
+        the mean of its squared per-sample cross-entropies (TrainingLoss.out)."""
         m, batch = x.shape[:2]
         h, inputs, weights = x.reshape(m, batch, -1), [], []
         last = len(self.layers) - 1
@@ -143,10 +145,11 @@ class DenseGradient:
             torch.baddbmm(bias, h, weight.transpose(1, 2), out=ws["z"][i])
             if i < last:
                 h = torch.clamp(ws["z"][i], min=0, out=ws["a"][i])
-        if loss_out is not None:  # cross-entropy = logsumexp(z) - z_y, the batch's mean
+        if loss_out is not None:  # per-sample cross-entropy = logsumexp(z) - z_y
             logits = ws["z"][last]
             picked = logits.gather(-1, y.reshape(m, batch, 1)).squeeze(-1)
-            torch.mean(torch.logsumexp(logits, dim=-1) - picked, dim=1, out=loss_out)
+            each = torch.logsumexp(logits, dim=-1) - picked
+            write_losses(loss_out, each.mean(dim=1), each.square().mean(dim=1))
         # d(mean cross-entropy)/d logits = (softmax - onehot) / B
         dz = ws["dz"][last]
         dz.copy_(torch.softmax(ws["z"][last], dim=-1))

@@ -22,10 +22,12 @@ from torch.func import grad, grad_and_value, vmap
 
 from fedjoule import rng
 from fedjoule.algorithms.base import Algorithm, Context, RoundSetup
-from fedjoule.algorithms.train_loss import TrainingLoss
+from fedjoule.algorithms.train_loss import TrainingLoss, write_losses
 from fedjoule.algorithms.work import GradientCount
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+# the same loss and the mean of its squared per-sample losses (FlatModel.loss_and_square)
+SquareLossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple]
 
 
 def minibatch_indices(
@@ -154,13 +156,22 @@ class DrawnTogether:
 
 
 class VmapGradient:
-    """vmap(grad(loss)) over the clients' (m, P) parameters; given `loss_out` (m,), the
-    same through grad_and_value, each client's loss written into it. `compiled`: both
-    through torch.compile."""
+    """vmap(grad(loss)) over the clients' (m, P) parameters; given `loss_out` (m, 2)
+    (TrainingLoss.out), the same through grad_and_value, each client's losses written into
+    it (the mean square with `square_loss`, SquareLossFn). `compiled`: both through
+    torch.compile."""
 
-    def __init__(self, loss: LossFn, randomness: str = "error", compiled: bool = False):
+    def __init__(
+        self,
+        loss: LossFn,
+        randomness: str = "error",
+        compiled: bool = False,
+        square_loss: SquareLossFn | None = None,
+    ):
         self.gradient = vmap(grad(loss), randomness=randomness)
-        self.with_loss = vmap(grad_and_value(loss), randomness=randomness)
+        with_loss = grad_and_value(square_loss or loss, has_aux=square_loss is not None)
+        self.with_loss = vmap(with_loss, randomness=randomness)
+        self.squares = square_loss is not None
         if compiled:
             self.gradient, self.with_loss = map(torch.compile, (self.gradient, self.with_loss))
 
@@ -168,7 +179,7 @@ class VmapGradient:
         if loss_out is None:
             return self.gradient(params, x, y)
         g, loss = self.with_loss(params, x, y)
-        loss_out.copy_(loss)
+        write_losses(loss_out, *(loss if self.squares else (loss,)))
         return g
 
 
@@ -190,22 +201,37 @@ class LoopGradient:
     no batching rule for the LSTM at all). benchmarks/RESULTS.md, "New models". Same
     values as vmap(grad(loss)) to float rounding. Also the gradient of any model with
     random layers: each client draws from its own generator (`draws`), as it does in the
-    sequential executor."""
+    sequential executor. `square_loss`: the loss with its mean squared per-sample loss,
+    for `loss_out` (as VmapGradient's)."""
 
-    def __init__(self, loss: LossFn, draws: ClientDraws | None = None):
+    def __init__(
+        self,
+        loss: LossFn,
+        draws: ClientDraws | None = None,
+        square_loss: SquareLossFn | None = None,
+    ):
         self.loss = loss
+        self.square_loss = square_loss
         self.draws = draws
         self._own = threading.local()  # each thread's buffers (clients split across threads)
 
     def grad(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return self.grad_and_loss(params, x, y)[0]
-
-    def grad_and_loss(self, params, x, y) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.enable_grad():
             theta = params.detach().requires_grad_(True)
-            loss = self.loss(theta, x, y)
+            (g,) = torch.autograd.grad(self.loss(theta, x, y), theta)
+        return g
+
+    def grad_and_loss(self, params, x, y, loss_out: torch.Tensor) -> torch.Tensor:
+        """The gradient; the losses into `loss_out` (2,)."""
+        with torch.enable_grad():
+            theta = params.detach().requires_grad_(True)
+            if self.square_loss is None:
+                loss, square = self.loss(theta, x, y), None
+            else:
+                loss, square = self.square_loss(theta, x, y)
             (g,) = torch.autograd.grad(loss, theta)
-        return g, loss.detach()
+        write_losses(loss_out, loss.detach(), square)
+        return g
 
     def __call__(self, params, x, y, loss_out: torch.Tensor | None = None) -> torch.Tensor:
         own = self._own
@@ -218,7 +244,7 @@ class LoopGradient:
                 if loss_out is None:
                     out[i] = self.grad(params[i], x[i], y[i])
                 else:
-                    out[i], loss_out[i] = self.grad_and_loss(params[i], x[i], y[i])
+                    out[i] = self.grad_and_loss(params[i], x[i], y[i], loss_out[i])
         return out
 
 
@@ -229,48 +255,65 @@ class BufferedGradient:
     after another with plain autograd (convolutions on a CPU: torch.func's batch-norm
     backward is slower there, benchmarks/RESULTS.md), else all at once with vmap. `draws`:
     the random layers' generators (client by client: each client's own; with vmap: the
-    batched one, randomness="different")."""
+    batched one, randomness="different"). `square_loss`: `buffered_loss` with the mean
+    squared per-sample loss, (loss, (buffers, mean square)) (FlatModel.loss_buffers_and_square),
+    for `loss_out`."""
 
     def __init__(
-        self, buffered_loss: Callable, per_client: bool = False, draws: ClientDraws | None = None
+        self,
+        buffered_loss: Callable,
+        per_client: bool = False,
+        draws: ClientDraws | None = None,
+        square_loss: Callable | None = None,
     ):
         self.buffered_loss = buffered_loss
+        self.square_loss = square_loss
         self.draws = draws
         self.batched = self.batched_with_loss = None
         if not per_client:
             randomness = "error" if draws is None else "different"
             self.batched = vmap(grad(buffered_loss, has_aux=True), randomness=randomness)
             self.batched_with_loss = vmap(
-                grad_and_value(buffered_loss, has_aux=True), randomness=randomness
+                grad_and_value(square_loss or buffered_loss, has_aux=True), randomness=randomness
             )
             if draws is not None:
                 self.batched = DrawnTogether(self.batched, draws)
                 self.batched_with_loss = DrawnTogether(self.batched_with_loss, draws)
 
-    def _one(self, params, buffers, x, y) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _one(self, params, buffers, x, y, loss_out=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One client's gradient and running statistics; its losses into `loss_out` (2,)."""
         with torch.enable_grad():
             theta = params.detach().requires_grad_(True)
-            loss, updated = self.buffered_loss(theta, buffers, x, y)
+            loss, updated, square = self._losses(theta, buffers, x, y, loss_out is not None)
             (g,) = torch.autograd.grad(loss, theta)
-        return g, updated, loss.detach()
+        if loss_out is not None:
+            write_losses(loss_out, loss.detach(), square)
+        return g, updated
+
+    def _losses(self, theta, buffers, x, y, squares: bool):
+        """(loss, updated statistics, mean square or None)."""
+        if squares and self.square_loss is not None:
+            loss, (updated, square) = self.square_loss(theta, buffers, x, y)
+            return loss, updated, square
+        return *self.buffered_loss(theta, buffers, x, y), None
 
     def __call__(self, params, buffers, x, y, active, loss_out=None) -> torch.Tensor:
         """(m, P) gradients; the clients' `buffers` (m, B) updated where `active`;
-        `loss_out` (m,), if given, receives each client's loss."""
+        `loss_out` (m, 2), if given, receives each client's losses (TrainingLoss.out)."""
         if self.batched is not None and loss_out is None:
             grads, updated = self.batched(params, buffers, x, y)
         elif self.batched is not None:
-            grads, (loss, updated) = self.batched_with_loss(params, buffers, x, y)
-            loss_out.copy_(loss)
+            grads, (loss, aux) = self.batched_with_loss(params, buffers, x, y)
+            updated, *square = aux if self.square_loss is not None else (aux,)
+            write_losses(loss_out, loss, *square)
         else:
-            triples = []
+            pairs = []
             for i in range(len(params)):
+                out = None if loss_out is None else loss_out[i]
                 with own_draws(self.draws, i):
-                    triples.append(self._one(params[i], buffers[i], x[i], y[i]))
-            grads = torch.stack([g for g, _, _ in triples])
-            updated = torch.stack([b for _, b, _ in triples])
-            if loss_out is not None:
-                loss_out.copy_(torch.stack([v for _, _, v in triples]))
+                    pairs.append(self._one(params[i], buffers[i], x[i], y[i], out))
+            grads = torch.stack([g for g, _ in pairs])
+            updated = torch.stack([b for _, b in pairs])
         buffers.copy_(torch.where(active.bool(), updated, buffers))
         return grads
 
@@ -295,7 +338,9 @@ class VectorisedExecutor:
     at once, one thread each with one intra-op thread (split_across_threads), rather than
     all clients together on T intra-op threads; only for a gradient that keeps no shared
     state but per-thread buffers (dense.DenseGradient: torch.func.functional_call swaps
-    the parameters of the one nn.Module, so two threads cannot call it at once)."""
+    the parameters of the one nn.Module, so two threads cannot call it at once).
+    `square_loss`: the loss with its mean squared per-sample loss (SquareLossFn), for the
+    training losses of the vmap gradient taken when no `fast_grad` is given."""
 
     def __init__(
         self,
@@ -310,6 +355,7 @@ class VectorisedExecutor:
         eval_loss: Callable | None = None,
         draws: ClientDraws | None = None,
         split: bool = False,
+        square_loss: SquareLossFn | None = None,
     ):
         self.device = device
         self.x = x.to(device)
@@ -317,7 +363,7 @@ class VectorisedExecutor:
         self.draws = draws
         self.split = split and draws is None and device.type == "cpu"
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
-        self.batched_grad = fast_grad or VmapGradient(loss)
+        self.batched_grad = fast_grad or VmapGradient(loss, square_loss=square_loss)
         self.buffered = buffered
         self.batched_loss = vmap(eval_loss or loss_as_eval(loss), in_dims=(None, 0, 0, None))
         self.memory_budget_mb = memory_budget_mb
@@ -472,7 +518,10 @@ def loss_as_eval(loss: LossFn) -> Callable:
 
 
 class SequentialExecutor:
-    """The reference: one client at a time, plain autograd, the same algorithm functions."""
+    """The reference: one client at a time, plain autograd, the same algorithm functions.
+    `square_loss`, `buffered_square_loss`: `loss` and `buffered_loss` with the mean squared
+    per-sample loss (FlatModel.loss_and_square, loss_buffers_and_square), for the
+    training losses (train_loss.py)."""
 
     def __init__(
         self,
@@ -483,6 +532,8 @@ class SequentialExecutor:
         buffered_loss: Callable | None = None,
         eval_loss: Callable | None = None,
         draws: ClientDraws | None = None,
+        square_loss: SquareLossFn | None = None,
+        buffered_square_loss: Callable | None = None,
     ):
         self.device = device
         self.x = x.to(device)
@@ -490,22 +541,30 @@ class SequentialExecutor:
         self.draws = draws
         self.loss = loss
         self.buffered_loss = buffered_loss
+        self.square_loss = square_loss
+        self.buffered_square_loss = buffered_square_loss
         self.eval_loss = eval_loss or loss_as_eval(loss)
 
     def _grad(self, theta: torch.Tensor, xb, yb, buffers=None, loss_out=None) -> torch.Tensor:
         """The gradient at `theta`; `buffers` (B,), if given, updated in place; random
         layers draw from the client's generator (the one client of `draws`); `loss_out`
-        (a 0-d tensor), if given, receives the loss."""
+        (2,), if given, receives the losses (TrainingLoss.out's row)."""
         theta = theta.detach().requires_grad_(True)
+        square = None
         with own_draws(self.draws, 0):
-            if buffers is None:
+            if buffers is None and loss_out is not None and self.square_loss is not None:
+                loss, square = self.square_loss(theta, xb, yb)
+            elif buffers is None:
                 loss = self.loss(theta, xb, yb)
+            elif loss_out is not None and self.buffered_square_loss is not None:
+                loss, (updated, square) = self.buffered_square_loss(theta, buffers, xb, yb)
+                buffers.copy_(updated)
             else:
                 loss, updated = self.buffered_loss(theta, buffers, xb, yb)
                 buffers.copy_(updated)
         (g,) = torch.autograd.grad(loss, theta)
         if loss_out is not None:
-            loss_out.copy_(loss.detach())
+            write_losses(loss_out, loss.detach(), square)
         return g
 
     def train(

@@ -27,6 +27,7 @@ class LocalResult:
     buffers: torch.Tensor | None = None  # (m, B) running statistics after training
     gradients: GradientCount | None = None  # gradient evaluations per local step (work.py)
     loss: torch.Tensor | None = None  # (m,) mean training loss over each client's steps
+    loss_rms: torch.Tensor | None = None  # (m,) root mean square of its per-sample losses
 
 
 def fabricate(
@@ -71,7 +72,8 @@ def train_clients(
     `compressor` (compression.Compressor): what the clients receive and what the server
     decodes from their uploads (docs/compression.md); its per-client rows (residuals, the
     model each client holds) are client state like the algorithm's. `record_loss`: each
-    client's mean training loss over its steps into LocalResult.loss (train_loss.py).
+    client's mean training loss over its steps into LocalResult.loss, and the root mean
+    square of its per-sample losses into LocalResult.loss_rms (train_loss.py).
     """
     device = state["w"].device
     names = algorithm.client_state + (compressor.state_names(algorithm) if compressor else ())
@@ -100,8 +102,8 @@ def train_clients(
             algorithm, uploads, ctx, rows, client_ids, setup.round_index
         )
         updates = {**updates, **kept, **residuals}
-    loss = None if losses is None else losses.mean()
-    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count, loss)
+    loss, rms = (None, None) if losses is None else (losses.mean(), losses.rms())
+    return LocalResult(client_ids, uploads, updates, ctx, setup, buffers, count, loss, rms)
 
 
 def keep_client_state(store: ClientStore, result: LocalResult, trained: torch.Tensor) -> None:

@@ -30,6 +30,26 @@ def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, y)
 
 
+def per_sample_losses(objective: Loss, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(B,) each sample's loss, whose mean is the batch's: cross-entropy without reduction
+    (a sequence's: the mean over its positions); a custom loss on each sample alone (a
+    batch of one)."""
+    if objective is cross_entropy and logits.dim() == 2:
+        return F.cross_entropy(logits, y, reduction="none")
+    if objective is cross_entropy:
+        each = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none"
+        )
+        return each.reshape(len(y), -1).mean(dim=1)
+    return torch.stack([objective(logits[i : i + 1], y[i : i + 1]) for i in range(len(y))])
+
+
+def mean_square(objective: Loss, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The mean of the batch's squared per-sample losses, off the logits already computed
+    (no gradient flows through it): Oort's statistical utility (train_loss.py)."""
+    return per_sample_losses(objective, logits.detach(), y).square().mean()
+
+
 @dataclass
 class FlatModel:
     """A stateless module template whose parameters are passed as one (P,) vector and whose
@@ -110,19 +130,39 @@ class FlatModel:
         set_mode(self.module, training=True)
         return self.objective(functional_call(self.module, self.unflatten(flat), (x,)), y)
 
+    def loss_and_square(
+        self, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`loss` (the same operations), and the mean of the minibatch's squared per-sample
+        losses from the same forward pass (mean_square). For grad(..., has_aux=True)."""
+        set_mode(self.module, training=True)
+        logits = functional_call(self.module, self.unflatten(flat), (x,))
+        return self.objective(logits, y), mean_square(self.objective, logits, y)
+
     def loss_and_buffers(
         self, flat: torch.Tensor, buffers: torch.Tensor, x: torch.Tensor, y: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean training loss and the running statistics after this minibatch (a new (B,)
         vector; `buffers` is left as it was). For grad(..., has_aux=True)."""
+        logits, updated = self._with_buffers(flat, buffers, x)
+        return self.objective(logits, y), updated
+
+    def loss_buffers_and_square(
+        self, flat: torch.Tensor, buffers: torch.Tensor, x: torch.Tensor, y: torch.Tensor
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """`loss_and_buffers`, the mean squared per-sample loss with the running statistics
+        (loss, (buffers, mean square)). For grad(..., has_aux=True)."""
+        logits, updated = self._with_buffers(flat, buffers, x)
+        return self.objective(logits, y), (updated, mean_square(self.objective, logits, y))
+
+    def _with_buffers(self, flat, buffers, x) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training-mode output and the running statistics after this minibatch."""
         set_mode(self.module, training=True)
         own = {n: b.clone() for n, b in self.unflatten_buffers(buffers).items()}
-        loss = self.objective(
-            functional_call(self.module, {**self.unflatten(flat), **own}, (x,)), y
-        )
+        logits = functional_call(self.module, {**self.unflatten(flat), **own}, (x,))
         # (separate copies, joined afterwards: under vmap and grad an in-place update of a
         # view does not reach its base)
-        return loss, torch.cat([b.reshape(-1) for b in own.values()])
+        return logits, torch.cat([b.reshape(-1) for b in own.values()])
 
     def eval_loss(
         self, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, buffers=None

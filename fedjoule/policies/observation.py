@@ -33,6 +33,10 @@ class Observation:
     # and its mean over fading (path loss and shadowing only), the average PF compares with
     sinr_db: np.ndarray | None = None
     mean_sinr_db: np.ndarray | None = None
+    # (n,) the root mean square of the per-sample training losses of its last reported
+    # update, over the samples of its local steps, known as `loss` is; the engines always
+    # give it (None: an Observation made without it, Oort's utility then takes `loss`)
+    loss_rms: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(np.asarray(self.client_id))

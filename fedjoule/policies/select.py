@@ -138,15 +138,18 @@ def oort_exploration(round_index: int) -> float:
 
 def oort_utility(obs: Observation, preferred_round_time_s: float, alpha: float = OORT_ALPHA):
     """Oort's utility of each candidate (Lai et al., OSDI 2021, Algorithm 1): the
-    statistical utility |B_k| sqrt(mean of its sample losses^2), here n_samples x the
-    reported mean training loss (the engines report no per-sample losses; the mean is at
-    most their root mean square, docs/policies.md#the-training-loss), plus
-    sqrt(0.1 ln R / L_k) for a client last selected in round L_k of R (1-based), times
-    (T / t_k)^alpha when its last round time t_k exceeds the preferred round time T. nan
-    for a client never explored (no loss reported)."""
+    statistical utility |B_k| sqrt(mean of its sample losses^2), n_samples x the root mean
+    square of the per-sample losses it reported (obs.loss_rms; its mean loss where that is
+    not known: an Observation without it, a checkpoint that predates it;
+    docs/policies.md#the-training-loss), plus sqrt(0.1 ln R / L_k) for a client last
+    selected in round L_k of R (1-based), times (T / t_k)^alpha when its last round time
+    t_k exceeds the preferred round time T. nan for a client never explored (no loss
+    reported)."""
     rounds = obs.round_index + 1
     last = np.maximum(rounds - obs.age_rounds, 1)
-    utility = obs.n_samples * obs.loss + np.sqrt(0.1 * math.log(rounds) / last)
+    rms = obs.loss if obs.loss_rms is None else obs.loss_rms
+    rms = np.where(np.isnan(rms), obs.loss, rms)
+    utility = obs.n_samples * rms + np.sqrt(0.1 * math.log(rounds) / last)
     t = obs.round_time_s
     slow = np.isfinite(t) & (t > preferred_round_time_s)
     with np.errstate(divide="ignore"):

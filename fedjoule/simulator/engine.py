@@ -216,7 +216,7 @@ class Simulation(RoundKernel):
         )
         self.step_gradients = result.gradients.per_step  # counted: training_costs charges them
         if result.loss is not None:  # sent with the updates (reaches the policy if they arrive)
-            self.policy_step.trained(selected, result.loss, r)
+            self.policy_step.trained(selected, result.loss, r, result.loss_rms)
         return Trained(ids, setup, freeloaders, buffers, result)
 
     def start_buffers(self, ids: torch.Tensor) -> torch.Tensor | None:

@@ -23,7 +23,7 @@ from fedjoule.simulator.transfers import typical_bandwidth_hz
 # the per-client arrays of a checkpoint (state_dict), in this order
 KEPT = ("battery_fraction", "upload_rate_bps", "round_time_s", "comm_time_s", "loss",
         "participations", "last_selected", "staleness_rounds", "last_sinr_db",
-        "sent_loss")  # fmt: skip
+        "sent_loss", "loss_rms", "sent_loss_rms")  # fmt: skip
 
 
 def battery_fraction(battery_j: np.ndarray, capacity_j: np.ndarray) -> np.ndarray:
@@ -48,6 +48,8 @@ class Observer:
         self.comm_time_s = np.full(n, np.nan)  # that round time less its computation
         self.loss = np.full(n, np.nan)  # mean training loss its last arrived update carried
         self.sent_loss = np.full(n, np.nan)  # that of the update under way (train_loss.py)
+        self.loss_rms = np.full(n, np.nan)  # root mean square of its per-sample losses
+        self.sent_loss_rms = np.full(n, np.nan)
         self.participations = np.zeros(n, dtype=int)  # updates delivered
         self.last_selected = np.full(n, -1, dtype=int)
         self.staleness_rounds = np.zeros(n, dtype=int)  # async, buffered (else 0)
@@ -160,10 +162,11 @@ class Observer:
         arrived = clients.outcome == "arrived"
         a = k[arrived]
         self.participations[a] += 1
-        reported = self.sent_loss[a]  # a lost update's loss never reaches the server
-        known = ~np.isnan(reported)
-        self.loss[a[known]] = reported[known]
-        self.sent_loss[k] = np.nan
+        for kept, sent in ((self.loss, self.sent_loss), (self.loss_rms, self.sent_loss_rms)):
+            reported = sent[a]  # a lost update's loss never reaches the server
+            known = ~np.isnan(reported)
+            kept[a[known]] = reported[known]
+            sent[k] = np.nan
         round_s = clients.end_s[arrived] - start_s
         self.round_time_s[a] = round_s
         self.comm_time_s[a] = round_s - clients.compute_time_s[arrived]
@@ -190,7 +193,7 @@ class Observer:
 
 class LazyObservation(Observation):
     """An Observation whose per-candidate arrays are taken from the Observer when first
-    read (a built-in selector reads one to three of them, not all eleven over every
+    read (a built-in selector reads one to three of them, not all twelve over every
     candidate): the same values as the plain one, read in the same round (plain())."""
 
     def __init__(self, round_index: int, n_clients: int, client_id, source) -> None:
@@ -225,6 +228,10 @@ class LazyObservation(Observation):
     @cached_property
     def loss(self) -> np.ndarray:
         return self._taken("loss")
+
+    @cached_property
+    def loss_rms(self) -> np.ndarray:
+        return self._taken("loss_rms")
 
     @cached_property
     def participations(self) -> np.ndarray:

@@ -231,13 +231,16 @@ class PolicyStep:
         records it in training, train_loss.py)."""
         return self.policy.select in LOSS_DRIVEN
 
-    def trained(self, clients: np.ndarray, loss, r: int) -> None:
-        """After step 4 of round or dispatch r: each client's mean training loss, sent with
-        its update (and kept by dispatch, keep_sent_losses)."""
+    def trained(self, clients: np.ndarray, loss, r: int, loss_rms=None) -> None:
+        """After step 4 of round or dispatch r: each client's mean training loss and the
+        root mean square of its per-sample losses (None: not known, nan), sent with its
+        update (and kept by dispatch, keep_sent_losses)."""
         clients, sent = np.asarray(clients), loss.cpu().numpy()
+        rms = np.full(len(sent), np.nan) if loss_rms is None else loss_rms.cpu().numpy()
         self.observer.sent_loss[clients] = sent
+        self.observer.sent_loss_rms[clients] = rms
         if self.sent_by_dispatch is not None:
-            self.sent_by_dispatch[r] = (clients.copy(), sent.copy())
+            self.sent_by_dispatch[r] = (clients.copy(), sent.copy(), rms.copy())
 
     def keep_sent_losses(self) -> None:
         """For a protocol that replays its timeline without training on resume (async,
@@ -249,8 +252,9 @@ class PolicyStep:
     def resend(self, r: int) -> None:
         """A replayed dispatch r: the losses its clients sent in the run, as sent again."""
         if self.sent_by_dispatch is not None and r in self.sent_by_dispatch:
-            clients, sent = self.sent_by_dispatch[r]
+            clients, sent, rms = self.sent_by_dispatch[r]
             self.observer.sent_loss[clients] = sent
+            self.observer.sent_loss_rms[clients] = rms
 
     def record(self, row: dict, clients, battery_j: np.ndarray, measure: bool = True) -> None:
         """After the row is closed: what the server learnt this round (Observer.record;
@@ -276,12 +280,14 @@ class PolicyStep:
         if plugin is not None:
             saved["plugin"] = plugin
         if self.sent_by_dispatch is not None:
-            sent = self.sent_by_dispatch
+            sent = self.sent_by_dispatch.values()
             saved["sent_by_dispatch"] = {
-                "dispatch": np.repeat(np.fromiter(sent, int), [len(c) for c, _ in sent.values()]),
-                "client": np.concatenate([c for c, _ in sent.values()] or [np.zeros(0, int)]),
-                "loss": np.concatenate([v for _, v in sent.values()] or [np.zeros(0)]),
-            }
+                "dispatch": np.repeat(np.fromiter(self.sent_by_dispatch, int),
+                                      [len(c) for c, _, _ in sent]),
+                "client": np.concatenate([c for c, _, _ in sent] or [np.zeros(0, int)]),
+                "loss": np.concatenate([v for _, v, _ in sent] or [np.zeros(0)]),
+                "loss_rms": np.concatenate([v for _, _, v in sent] or [np.zeros(0)]),
+            }  # fmt: skip
         return saved
 
     def load_state_dict(self, saved: dict) -> None:
@@ -290,9 +296,12 @@ class PolicyStep:
         if self.plugin is not None and "plugin" in saved:
             self.plugin.load_state_dict(saved["plugin"])
         if self.sent_by_dispatch is not None and "sent_by_dispatch" in saved:
-            rows = saved["sent_by_dispatch"]
+            rows = dict(saved["sent_by_dispatch"])
+            # (a checkpoint that predates loss_rms: not known, nan)
+            rows.setdefault("loss_rms", np.full(len(np.asarray(rows["loss"])), np.nan))
             ends = np.flatnonzero(np.diff(np.asarray(rows["dispatch"]))) + 1  # by dispatch
-            split = (np.split(np.asarray(rows[k]), ends) for k in ("dispatch", "client", "loss"))
+            kept = ("dispatch", "client", "loss", "loss_rms")
+            split = (np.split(np.asarray(rows[k]), ends) for k in kept)
             self.sent_by_dispatch = {
-                int(d[0]): (c, v) for d, c, v in zip(*split, strict=True) if d.size
+                int(d[0]): (c, v, s) for d, c, v, s in zip(*split, strict=True) if d.size
             }  # (none kept yet: an empty dict)

@@ -99,6 +99,7 @@ def make_executor(
     whether it draws random numbers (then each client draws from its own generator,
     ClientDraws, `seed` being the scenario's), and whether vmap can batch it."""
     buffered_loss = model.loss_and_buffers if model.n_buffers else None
+    square_loss = model.loss_buffers_and_square if model.n_buffers else None  # train_loss.py
     random = check_model(model, data, device, batch_size)
     if kind == "sequential":
         return SequentialExecutor(
@@ -109,6 +110,8 @@ def make_executor(
             buffered_loss,
             model.eval_loss,
             ClientDraws(seed, device) if random else None,
+            model.loss_and_square,
+            square_loss,
         )
     fast = None
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.module.modules())
@@ -123,12 +126,15 @@ def make_executor(
     if kind == "vectorised":
         fast = None if random else DenseGradient.build(model)
         if fast is None and per_client:
-            fast = LoopGradient(model.loss, draws)
+            fast = LoopGradient(model.loss, draws, model.loss_and_square)
     if fast is None:
-        fast = VmapGradient(model.loss, randomness, compiled=kind == "compiled")
+        compiled = kind == "compiled"
+        fast = VmapGradient(model.loss, randomness, compiled, model.loss_and_square)
     if random and not per_client:
         fast = DrawnTogether(fast, draws)
-    buffered = BufferedGradient(buffered_loss, per_client, draws) if buffered_loss else None
+    buffered = (
+        BufferedGradient(buffered_loss, per_client, draws, square_loss) if buffered_loss else None
+    )
     executor = VectorisedExecutor(
         model.loss,
         data.x_train,

@@ -217,6 +217,7 @@ def test_a_stopped_streaming_run_with_a_loss_driven_selector_resumes_to_the_same
     stopped, _ = run_scenario(scenario, tmp_path / "stopped", stop_after=3, **options)
     sent = read_checkpoint(stopped / "checkpoint.pt")["simulation"]["policy"]["sent_by_dispatch"]
     assert len(sent["dispatch"]) == len(sent["client"]) == len(sent["loss"]) >= 6
+    assert len(sent["loss_rms"]) == len(sent["loss"])
     run_scenario(scenario, stopped, resume=True, **options)
     for name in ("rounds.csv", "clients.csv"):
         a, b = rows(whole / name), rows(stopped / name)

@@ -127,6 +127,25 @@ def test_oort_utility_and_exploration_by_hand():
     assert np.isnan(utility[2])  # never explored
 
 
+def test_oort_utility_takes_the_root_mean_square_of_the_per_sample_losses():
+    """|B_k| x loss_rms (Lai et al., OSDI 2021), + the same exploration term and penalty;
+    the mean loss only where the root mean square is not known."""
+    obs = observation(
+        4, 100, n_samples=np.array([100, 100, 40, 30]), loss=np.array([0.5, 0.5, 0.4, np.nan]),
+        loss_rms=np.array([0.75, 0.75, np.nan, np.nan]), participations=np.array([2, 1, 1, 0]),
+        age_rounds=np.array([10, 10, 10, 101]), round_time_s=np.array([8.0, 20.0, 5.0, np.nan]),
+    )  # fmt: skip
+    bonus = math.sqrt(0.1 * math.log(101) / 91)
+    utility = oort_utility(obs, preferred_round_time_s=10.0)
+    assert utility[:3] == pytest.approx([75 + bonus, (75 + bonus) / 4, 16 + bonus], rel=1e-15)
+    assert np.isnan(utility[3])  # never explored
+    without = observation(2, 100, n_samples=np.array([100, 40]), loss=np.array([0.5, 0.4]),
+                          participations=np.ones(2, dtype=int),
+                          age_rounds=np.full(2, 10))  # fmt: skip
+    assert without.loss_rms is None  # an Observation made without it: the mean loss
+    assert oort_utility(without, 10.0) == pytest.approx([50 + bonus, 16 + bonus], rel=1e-15)
+
+
 def test_oort_exploits_the_high_utilities_and_explores_the_rest():
     # round 100: eps = 0.2, so m = 5 exploits 4 and explores 1. Explored clients 0..5 with
     # utilities 100 |B|-scaled losses; the 4th highest is 60, the cut-off 0.9 x 60 = 54
