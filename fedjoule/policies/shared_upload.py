@@ -68,11 +68,11 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             end_s = np.cumsum(phase_s)
             if singular or not np.isfinite(end_s[-1]):  # a rate of 0: the walk
                 return walked(uplink, weights, sending)
-            kept, left_bits = phases_kept(rate, phase_s, end_s, left_bits)
+            kept, left_bits = phases_kept(rate, phase_s, now_s, left_bits)
             if kept == 0 and resorted:  # (the first phase is then the walk's: round-off)
                 kept, left_bits = 1, left_bits[1:] - rate[1:, 0] * phase_s[0]
             if kept:
-                end_s = np.maximum.accumulate(end_s[:kept])
+                end_s = np.maximum.accumulate(np.maximum(end_s[:kept], 0.0))  # (ties: 0, not -ulp)
                 done_s[order[:kept]] = now_s + end_s
                 finished.append(order[:kept])
                 now_s += float(end_s[-1])
@@ -81,24 +81,26 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             if resorted:  # a wrong guess: the rest re-sorted at this moment
                 by = np.argsort(left_bits / rate[kept:, kept], kind="stable")
                 order, w, left_bits = order[by], w[by], left_bits[by]
-            block = 2 * kept
+            block = max(2 * kept, 1)
     return done_s, finished[0] if len(finished) == 1 else np.concatenate(finished)
 
 
-def phases_kept(rate: np.ndarray, phase_s: np.ndarray, end_s: np.ndarray, left_bits: np.ndarray):
+def phases_kept(rate: np.ndarray, phase_s: np.ndarray, now_s: float, left_bits: np.ndarray):
     """How many of a block's first phases are right (shared_upload), and the bits the
     clients due after them have left then: the phases before the one ending the client
     that precedes the first phase of negative length, and before the first phase in which
     a client due later sends all its bits (beyond round-off; where the block holds every
     client left and no phase is negative, none does: each client still had bits to send
-    when the phase before its own ended)."""
-    tolerance_s = 1e-12 * abs(float(end_s[-1]))
+    when the phase before its own ended). Round-off is 1e-12 of the time up to each phase
+    (now_s, the block's start, and the lengths of its phases so far: not the block's end,
+    which a wrong guess can put anywhere)."""
+    tolerance_s = 1e-12 * (now_s + np.cumsum(np.abs(phase_s)))
     early = np.flatnonzero(phase_s < -tolerance_s)
-    kept = len(phase_s) if early.size == 0 else int(early[0]) - 1
+    kept = len(phase_s) if early.size == 0 else max(int(early[0]) - 1, 0)
     if kept == rate.shape[0] or kept == 0:
         return kept, left_bits[kept:]
     left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
-    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s)
+    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s[kept - 1])
     if ended.size:  # the first phase in which one of them sent its bits
         sent = np.cumsum(rate[kept + ended, :kept] * phase_s[:kept], axis=1)
         kept = int(np.argmax(sent >= left_bits[kept + ended, None], axis=1).min())
