@@ -99,10 +99,11 @@ def phases_kept(rate: np.ndarray, phase_s: np.ndarray, now_s: float, left_bits: 
     that precedes the first phase of negative length, and before the first phase in which
     a client due later sends all its bits (beyond round-off; where the block holds every
     client left and no phase is negative, none does: each client still had bits to send
-    when the phase before its own ended). Round-off is 1e-12 of the time up to each phase
+    when the phase before its own ended). Round-off is 1e-13 of the time up to each phase
     (now_s, the block's start, and the lengths of its phases so far: not the block's end,
-    which a wrong guess can put anywhere)."""
-    tolerance_s = 1e-12 * (now_s + np.cumsum(np.abs(phase_s)))
+    which a wrong guess can put anywhere; 1e-12 let a wrong order among clients ending
+    1e-12 apart through, its times 1.2e-12 late)."""
+    tolerance_s = 1e-13 * (now_s + np.cumsum(np.abs(phase_s)))
     early = np.flatnonzero(phase_s < -tolerance_s)
     kept = len(phase_s) if early.size == 0 else max(int(early[0]) - 1, 0)
     if kept == rate.shape[0] or kept == 0:

@@ -277,3 +277,14 @@ def test_a_client_within_the_engines_finish_tolerance_ends_with_the_one_before()
     assert time_s == pytest.approx(expected_s, rel=1e-12)
     assert np.array_equal(time_s, phase_upload_time_s(up, np.full(3, 1 / 3)))
     assert finished.tolist() == [0, 1, 2]
+
+
+def test_a_wrong_order_among_near_ties_is_not_taken_for_round_off():
+    """Three clients 1.2e-12 and 2.5e-12 (relative) apart, given in a wrong order: the
+    first phase (client 2's end) overshoots client 1's by 1.2e-12 of the time, which a
+    round-off allowance of 1e-12 took for round-off (times 1.2e-12 late); all three end
+    at client 1's end (the engines' 1 ns rule): 100 bits at 4e6 / 3 bit/s."""
+    bits = np.array([100.0 + 2.5e-10, 100.0, 100.0 + 1.2e-10])
+    up = Uplink(bits, np.full(3, 0.2), W_HZ, snr=np.full(3, 15.0))
+    time_s = shared_upload_time_s(up, np.full(3, 1 / 3), order=np.array([2, 0, 1]))
+    assert time_s == pytest.approx(np.full(3, 100.0 / (4e6 / 3)), rel=1e-14, abs=0)
