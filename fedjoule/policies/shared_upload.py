@@ -42,8 +42,9 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
     not due yet sends all its bits. The clients left are then re-sorted by the time each
     needs at the shares of that moment (the walk's choice, so the next block keeps its
     first phase at least), and the next block, twice as many phases as were kept, starts
-    there. Each kept phase is exact, so the result is the phase-by-phase walk's
-    (phase_upload_time_s, the fallback where a rate is 0)."""
+    there. Each kept phase is exact, and a client within FINISH_TOLERANCE_S of its end
+    when a phase ends ends with it, as in the engines (ended_together), so the result is
+    the phase-by-phase walk's (phase_upload_time_s, the fallback where a rate is 0)."""
     weights = np.asarray(weights, dtype=float)
     bits = np.broadcast_to(np.asarray(uplink.bits, dtype=float), (uplink.n,))
     sending = np.flatnonzero(weights > 0)
@@ -68,42 +69,73 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
             end_s = np.cumsum(phase_s)
             if singular or not np.isfinite(end_s[-1]):  # a rate of 0: the walk
                 return walked(uplink, weights, sending)
-            kept, left_bits = phases_kept(rate, phase_s, end_s, left_bits)
+            start_bits = left_bits
+            kept, left_bits = phases_kept(rate, phase_s, now_s, start_bits)
             if kept == 0 and resorted:  # (the first phase is then the walk's: round-off)
-                kept, left_bits = 1, left_bits[1:] - rate[1:, 0] * phase_s[0]
+                kept, left_bits = 1, start_bits[1:] - rate[1:, 0] * phase_s[0]
+            together = np.empty(0, dtype=int)
             if kept:
-                end_s = np.maximum.accumulate(end_s[:kept])
+                kept, together, left_bits = ended_together(
+                    rate, phase_s, kept, start_bits, left_bits
+                )
+                end_s = np.maximum.accumulate(np.maximum(end_s[:kept], 0.0))  # (ties: 0, not -ulp)
                 done_s[order[:kept]] = now_s + end_s
-                finished.append(order[:kept])
                 now_s += float(end_s[-1])
-                order, w = order[kept:], w[kept:]
-            resorted = kept < block and order.size > 0
+                ended = np.concatenate([np.arange(kept), kept + together])
+                done_s[order[ended[kept:]]] = now_s
+                finished.append(order[ended])
+                order, w = np.delete(order, ended), np.delete(w, ended)
+            resorted = kept < block and order.size > 0 and together.size == 0
             if resorted:  # a wrong guess: the rest re-sorted at this moment
                 by = np.argsort(left_bits / rate[kept:, kept], kind="stable")
                 order, w, left_bits = order[by], w[by], left_bits[by]
-            block = 2 * kept
+            block = max(2 * kept, 1)
     return done_s, finished[0] if len(finished) == 1 else np.concatenate(finished)
 
 
-def phases_kept(rate: np.ndarray, phase_s: np.ndarray, end_s: np.ndarray, left_bits: np.ndarray):
+def phases_kept(rate: np.ndarray, phase_s: np.ndarray, now_s: float, left_bits: np.ndarray):
     """How many of a block's first phases are right (shared_upload), and the bits the
     clients due after them have left then: the phases before the one ending the client
     that precedes the first phase of negative length, and before the first phase in which
     a client due later sends all its bits (beyond round-off; where the block holds every
     client left and no phase is negative, none does: each client still had bits to send
-    when the phase before its own ended)."""
-    tolerance_s = 1e-12 * abs(float(end_s[-1]))
+    when the phase before its own ended). Round-off is 1e-13 of the time up to each phase
+    (now_s, the block's start, and the lengths of its phases so far: not the block's end,
+    which a wrong guess can put anywhere; 1e-12 let a wrong order among clients ending
+    1e-12 apart through, its times 1.2e-12 late)."""
+    tolerance_s = 1e-13 * (now_s + np.cumsum(np.abs(phase_s)))
     early = np.flatnonzero(phase_s < -tolerance_s)
-    kept = len(phase_s) if early.size == 0 else int(early[0]) - 1
+    kept = len(phase_s) if early.size == 0 else max(int(early[0]) - 1, 0)
     if kept == rate.shape[0] or kept == 0:
         return kept, left_bits[kept:]
     left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
-    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s)
+    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s[kept - 1])
     if ended.size:  # the first phase in which one of them sent its bits
         sent = np.cumsum(rate[kept + ended, :kept] * phase_s[:kept], axis=1)
         kept = int(np.argmax(sent >= left_bits[kept + ended, None], axis=1).min())
         left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
     return kept, left
+
+
+def ended_together(rate, phase_s, kept: int, start_bits: np.ndarray, left_bits: np.ndarray):
+    """The engine's rule at a phase's end (channel/sharing.fdma_uplink, as the walk): every
+    client with at most FINISH_TOLERANCE_S of sending left at that phase's rate ends with
+    the one whose phase it is (its last bits dropped). The phases kept up to the first of
+    the `kept` at whose end another ends so, the clients due after them that do (indices
+    among those), and the bits the rest have left; else (kept, none, left_bits). Only a
+    phase whose next client ends within FINISH_TOLERANCE_S of it is looked at (a client
+    ending so ends by then: its rate only grows), or the last where a client after the
+    block needs that little."""
+    gap_s = np.diff(np.cumsum(phase_s[:kept]))
+    near = np.flatnonzero(gap_s <= FINISH_TOLERANCE_S)
+    if kept < rate.shape[0] and np.any(left_bits <= rate[kept:, kept - 1] * FINISH_TOLERANCE_S):
+        near = np.append(near, kept - 1)
+    for j in near:
+        rest_bits = start_bits[j + 1 :] - rate[j + 1 :, : j + 1] @ phase_s[: j + 1]
+        together = np.flatnonzero(rest_bits <= rate[j + 1 :, j] * FINISH_TOLERANCE_S)
+        if together.size:
+            return j + 1, together, np.delete(rest_bits, together)
+    return kept, np.empty(0, dtype=int), left_bits
 
 
 def by_time_needed(uplink: Uplink, weights: np.ndarray, bits: np.ndarray, sending: np.ndarray):

@@ -205,3 +205,86 @@ def test_the_triangular_solve_is_the_phase_walk_on_every_rate_model(rate):
         sending = weights > 0
         walked_s = phase_upload_time_s(up, weights)[sending]
         assert shared_upload_time_s(up, weights)[sending] == pytest.approx(walked_s, rel=1e-12)
+
+
+def test_a_wrong_order_with_a_tiny_weight_early_is_corrected_by_hand():
+    """A review's case: the given order puts a client of weight 1e-30 second, so its phase
+    is ~1e30 times too long and the next one as negative. Round-off is judged against the
+    time up to each phase, not the block's end (~1e26 s here, under which client 0's end
+    within phase 0 went unseen: 1.5 and 2.1 ms were returned). At 1 bit/s/Hz on 1 MHz:
+    client 0 (2/3 of the band) sends 800 bits in 1.2 ms, client 1 then has 300 of its 700
+    left, alone 0.3 ms; clients 2 and 3 then share equally (0.5 Mbit/s): 0.2 s for 1e5
+    bits, and client 3 the rest of its 1e8 alone (99.9 s)."""
+    up = Uplink(np.array([800.0, 700.0, 1e5, 1e8]), np.full(4, 0.2), W_HZ, fixed_se_bps_per_hz=1.0)
+    weights = np.array([1.0, 0.5, 1e-30, 1e-30])
+    expected_s = np.array([1.2e-3, 1.5e-3, 0.2015, 100.1015])
+    time_s, finished = module.shared_upload(up, weights, order=np.array([1, 3, 2, 0]))
+    assert time_s == pytest.approx(expected_s, rel=1e-12)
+    assert finished.tolist() == [0, 1, 2, 3]
+
+
+def test_a_tie_across_blocks_of_one_phase(monkeypatch):
+    """Two clients alike, blocks of one phase: the second's bits left after the first's
+    phase are round-off below 0, so its own phase came out negative and the first phase of
+    a block was taken for a wrong one (kept -1: an IndexError). Both end together."""
+    monkeypatch.setattr(module, "BLOCK_RATES", 1)
+    monkeypatch.setattr(module, "LEAST_BLOCK_RATES", 1)
+    up = Uplink(np.full(2, 1816.0), np.full(2, 0.2), W_HZ, snr=np.full(2, 100.0))
+    time_s, finished = module.shared_upload(up, np.full(2, 0.5))
+    assert time_s == pytest.approx(np.full(2, 1816.0 / (0.5e6 * math.log2(101.0))), rel=1e-14)
+    assert sorted(finished.tolist()) == [0, 1] and time_s[finished[0]] <= time_s[finished[1]]
+
+
+def test_a_wrong_first_guess_does_not_leave_an_empty_block(monkeypatch, capfd):
+    """A given order wrong at its first phase keeps none; the next block was then 2 x 0
+    phases, LAPACK refused the empty system (printing that parameter 7 was illegal) and the
+    O(m^2) walk answered. With LEAST_BLOCK_RATES 1 (as above 16,384 clients sending)."""
+    monkeypatch.setattr(module, "LEAST_BLOCK_RATES", 1)
+    up = uplink(40, 3)
+    weights = np.random.default_rng(5).random(40)
+    walked_s = phase_upload_time_s(up, weights)
+    order = np.argsort(-walked_s)  # the last to finish guessed first
+    assert shared_upload_time_s(up, weights, order) == pytest.approx(walked_s, rel=1e-12)
+    captured = capfd.readouterr()
+    assert "DTRTRS" not in captured.out + captured.err
+
+
+def test_clients_ending_together_keep_their_finishing_order_sorted():
+    """A review's case: four clients alike end at one instant; a given order puts one of
+    weight 1e-30 second, so they end over two blocks, the second's first phase round-off
+    below 0 (it ended an ulp before the first: the finishing order was not sorted by time).
+    A phase is now at least 0 long: all four at one time, the walk's."""
+    up = Uplink(np.full(7, 113.30468615435113), np.full(7, 0.2), W_HZ,
+                snr=np.full(7, 2216801.9465369065))  # fmt: skip
+    weights = np.array([1.0, 1.0, 1e-30, 1.0, 1e-30, 1e-30, 1.0])
+    time_s, finished = module.shared_upload(up, weights, order=np.array([6, 4, 0, 1, 5, 3, 2]))
+    assert np.all(np.diff(time_s[finished]) >= 0)
+    assert np.array_equal(time_s, phase_upload_time_s(up, weights))
+
+
+def test_a_client_within_the_engines_finish_tolerance_ends_with_the_one_before():
+    """As the engines (channel/sharing.FINISH_TOLERANCE_S, 1 ns): a client 0.5 ns of
+    sending short of its end when another's phase ends ends then too, its last bits
+    dropped (the solve gave it its exact end, 0.5 ns later, and the next client's 0.17 ns
+    later: a review's fuzz met such a pair among 2,323 clients). Equal thirds of 1 MHz at
+    1 bit/s/Hz: 3,333 bits in 9.999 ms; the third then sends its 2,667 bits left alone."""
+    rate_bps = W_HZ / 3
+    bits = np.array([3333.0, 3333.0 + rate_bps * 0.5e-9, 6000.0])
+    up = Uplink(bits, np.full(3, 0.2), W_HZ, fixed_se_bps_per_hz=1.0)
+    time_s, finished = module.shared_upload(up, np.full(3, 1 / 3))
+    first_s = 3333.0 / rate_bps
+    expected_s = [first_s, first_s, first_s + 2667.0 / W_HZ]
+    assert time_s == pytest.approx(expected_s, rel=1e-12)
+    assert np.array_equal(time_s, phase_upload_time_s(up, np.full(3, 1 / 3)))
+    assert finished.tolist() == [0, 1, 2]
+
+
+def test_a_wrong_order_among_near_ties_is_not_taken_for_round_off():
+    """Three clients 1.2e-12 and 2.5e-12 (relative) apart, given in a wrong order: the
+    first phase (client 2's end) overshoots client 1's by 1.2e-12 of the time, which a
+    round-off allowance of 1e-12 took for round-off (times 1.2e-12 late); all three end
+    at client 1's end (the engines' 1 ns rule): 100 bits at 4e6 / 3 bit/s."""
+    bits = np.array([100.0 + 2.5e-10, 100.0, 100.0 + 1.2e-10])
+    up = Uplink(bits, np.full(3, 0.2), W_HZ, snr=np.full(3, 15.0))
+    time_s = shared_upload_time_s(up, np.full(3, 1 / 3), order=np.array([2, 0, 1]))
+    assert time_s == pytest.approx(np.full(3, 100.0 / (4e6 / 3)), rel=1e-14, abs=0)
