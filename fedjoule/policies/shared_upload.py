@@ -63,10 +63,10 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
         while order.size:
             block = min(order.size, max(block, LEAST_BLOCK_RATES // order.size),
                         max(BLOCK_RATES // order.size, 1))  # fmt: skip
-            still_w = np.cumsum(w[::-1])[::-1][:block]  # W_j: the weight still sending
+            still_w = w[::-1].cumsum()[::-1][:block]  # W_j: the weight still sending
             rate = rates_in_phases(uplink, order, w, still_w)  # (clients left, block)
             phase_s, singular = dtrtrs(rate[:block, :block].T, left_bits[:block], lower=0, trans=1)
-            end_s = np.cumsum(phase_s)
+            end_s = phase_s.cumsum()
             if singular or not np.isfinite(end_s[-1]):  # a rate of 0: the walk
                 return walked(uplink, weights, sending)
             start_bits = left_bits
@@ -81,10 +81,14 @@ def shared_upload(uplink: Uplink, weights: np.ndarray, order=None) -> tuple[np.n
                 end_s = np.maximum.accumulate(np.maximum(end_s[:kept], 0.0))  # (ties: 0, not -ulp)
                 done_s[order[:kept]] = now_s + end_s
                 now_s += float(end_s[-1])
-                ended = np.concatenate([np.arange(kept), kept + together])
-                done_s[order[ended[kept:]]] = now_s
-                finished.append(order[ended])
-                order, w = np.delete(order, ended), np.delete(w, ended)
+                if together.size:
+                    ended = np.concatenate([np.arange(kept), kept + together])
+                    done_s[order[ended[kept:]]] = now_s
+                    finished.append(order[ended])
+                    order, w = np.delete(order, ended), np.delete(w, ended)
+                else:
+                    finished.append(order[:kept])
+                    order, w = order[kept:], w[kept:]
             resorted = kept < block and order.size > 0 and together.size == 0
             if resorted:  # a wrong guess: the rest re-sorted at this moment
                 by = np.argsort(left_bits / rate[kept:, kept], kind="stable")
@@ -103,13 +107,16 @@ def phases_kept(rate: np.ndarray, phase_s: np.ndarray, now_s: float, left_bits: 
     (now_s, the block's start, and the lengths of its phases so far: not the block's end,
     which a wrong guess can put anywhere; 1e-12 let a wrong order among clients ending
     1e-12 apart through, its times 1.2e-12 late)."""
-    tolerance_s = 1e-13 * (now_s + np.cumsum(np.abs(phase_s)))
-    early = np.flatnonzero(phase_s < -tolerance_s)
-    kept = len(phase_s) if early.size == 0 else max(int(early[0]) - 1, 0)
+    negative = phase_s.min() < 0.0
+    if not negative and len(phase_s) == rate.shape[0]:  # the block holds all: all right
+        return len(phase_s), left_bits[len(phase_s) :]
+    tolerance_s = 1e-13 * (now_s + np.abs(phase_s).cumsum())
+    early = (phase_s < -tolerance_s).nonzero()[0] if negative else ()
+    kept = len(phase_s) if len(early) == 0 else max(int(early[0]) - 1, 0)
     if kept == rate.shape[0] or kept == 0:
         return kept, left_bits[kept:]
     left = left_bits[kept:] - rate[kept:, :kept] @ phase_s[:kept]
-    ended = np.flatnonzero(left < -rate[kept:, kept - 1] * tolerance_s[kept - 1])
+    ended = (left < -rate[kept:, kept - 1] * tolerance_s[kept - 1]).nonzero()[0]
     if ended.size:  # the first phase in which one of them sent its bits
         sent = np.cumsum(rate[kept + ended, :kept] * phase_s[:kept], axis=1)
         kept = int(np.argmax(sent >= left_bits[kept + ended, None], axis=1).min())
@@ -126,9 +133,8 @@ def ended_together(rate, phase_s, kept: int, start_bits: np.ndarray, left_bits: 
     phase whose next client ends within FINISH_TOLERANCE_S of it is looked at (a client
     ending so ends by then: its rate only grows), or the last where a client after the
     block needs that little."""
-    gap_s = np.diff(np.cumsum(phase_s[:kept]))
-    near = np.flatnonzero(gap_s <= FINISH_TOLERANCE_S)
-    if kept < rate.shape[0] and np.any(left_bits <= rate[kept:, kept - 1] * FINISH_TOLERANCE_S):
+    near = (phase_s[1:kept] <= FINISH_TOLERANCE_S).nonzero()[0]  # the gaps between ends
+    if kept < rate.shape[0] and (left_bits <= rate[kept:, kept - 1] * FINISH_TOLERANCE_S).any():
         near = np.append(near, kept - 1)
     for j in near:
         rest_bits = start_bits[j + 1 :] - rate[j + 1 :, : j + 1] @ phase_s[: j + 1]
