@@ -47,6 +47,21 @@ def test_the_predictor_is_the_sharing_engine_for_four_clients(uplink, weights):
     assert shared_upload_time_s(uplink, given) == pytest.approx(played_s, rel=1e-9, abs=0)
 
 
+@pytest.mark.parametrize("steep", [0.5, 80.0])
+def test_the_engine_keeps_tiny_weights_beside_large_ones(steep):
+    """Sixty clients, weights e^(-steep k) (down to min-energy's 1e-30 beside 1, its
+    theta^rank in turn): the engine keeps the weight still sending as clients join and
+    leave, and sums it anew where most of it has left (1 - 1 would leave the round-off of
+    the 1, not the 1e-30s), so its times are still the predictor's."""
+    gen = np.random.default_rng(11)
+    rx_w = 10 ** (gen.uniform(-1.5, 6.5, 60)) * NOISE_PSD_W_PER_HZ * W_HZ
+    up = Uplink(np.full(60, 6e3), np.full(60, 0.2), W_HZ, rx_power_w=rx_w)
+    weights = np.maximum(np.exp(-steep * gen.permutation(60)), 1e-30)
+    weights /= weights.sum()
+    played_s = engine_times_s(up, weights)
+    assert shared_upload_time_s(up, weights) == pytest.approx(played_s, rel=1e-9, abs=0)
+
+
 def test_the_hand_case_spends_less_than_equal_sharing():
     equal_j = float(np.sum(0.2 * shared_upload_time_s(FOUR, equal_shares(FOUR))))
     weights = min_energy_weights(FOUR, 1.0)
