@@ -124,12 +124,13 @@ def summary(times: dict, step_s: dict) -> list[dict]:
 
 
 def synthetic_observation(n: int, round_index: int = 50):
-    """n clients, half of them explored (a reported loss and round time), as after some
+    """n clients, half of them explored (reported losses and round time), as after some
     rounds of training."""
     from fedjoule.policies.observation import Observation
 
     gen = np.random.default_rng(0)
     explored = gen.random(n) < 0.5
+    loss = np.where(explored, gen.uniform(0.1, 2.0, n), np.nan)
     return Observation(
         round_index=round_index,
         n_clients=n,
@@ -138,10 +139,11 @@ def synthetic_observation(n: int, round_index: int = 50):
         battery_fraction=gen.random(n),
         upload_rate_bps=np.where(explored, gen.uniform(1e5, 1e7, n), np.nan),
         round_time_s=np.where(explored, gen.uniform(0.05, 0.4, n), np.nan),
-        loss=np.where(explored, gen.uniform(0.1, 2.0, n), np.nan),
+        loss=loss,
         participations=np.where(explored, gen.integers(1, 10, n), 0),
         age_rounds=gen.integers(1, round_index + 2, n),
         staleness_rounds=np.zeros(n, dtype=int),
+        loss_rms=loss * gen.uniform(1.0, 1.5, n),  # (the root mean square is at least the mean)
     )
 
 
