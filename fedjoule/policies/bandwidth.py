@@ -65,6 +65,19 @@ class Uplink:
                 snr = snr_linear(self.rx_power_w, self.noise_psd_w_per_hz, band_hz)
             return np.where(band_hz > 0, shannon_rate_bps(band_hz, snr), 0.0)
 
+    def client_rate_bps(self, k: int, share: np.ndarray) -> np.ndarray:
+        """Client k's rate on each of the shares `share` (rate_bps of one client)."""
+        band_hz = np.asarray(share, dtype=float) * self.bandwidth_hz
+        if self.fixed_se_bps_per_hz is not None:
+            return band_hz * self.fixed_se_bps_per_hz
+        if self.rx_power_w is None:
+            return shannon_rate_bps(band_hz, self.snr[k])
+        noise = np.asarray(self.noise_psd_w_per_hz, dtype=float)
+        noise = noise[k] if noise.ndim else noise
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate_bps = shannon_rate_bps(band_hz, snr_linear(self.rx_power_w[k], noise, band_hz))
+        return np.where(band_hz > 0, rate_bps, 0.0)
+
     def rate_slope_bps(self, share: np.ndarray) -> np.ndarray:
         """d rate / d share: W log2(1 + SNR) at a fixed SNR; with SNR = a / s over the share
         (a the SNR on the whole band), W (log2(1 + a/s) - (a/s) / ((1 + a/s) ln 2))."""

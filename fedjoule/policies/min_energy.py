@@ -9,6 +9,7 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 
 from fedjoule.channel.link import snr_linear
 from fedjoule.errors import FedjouleError
+from fedjoule.policies.at_deadline import at_deadline_weights
 from fedjoule.policies.bandwidth import (
     BISECTION_STEPS,
     ESTIMATE_BRACKET,
@@ -45,6 +46,9 @@ EARLIEST_FIRST = 30.0
 TURNS_STEP = 0.15
 # Where that search ends late, it looks down to a_h / 2 e^-NEAR_EQUAL (about equal weights).
 NEAR_EQUAL = 12.0
+
+# deadline_led's bisection along its path stops within this (of the path's length 1).
+PATH_STEP = 1.0 / 64
 
 # The least weight against the largest (the predictor's shares stay well above underflow).
 LEAST_WEIGHT = 1e-30
@@ -118,6 +122,8 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
         best = min(ranked, key=lambda c: (c[0], c[1]))
     if uplink.n <= NELDER_MEAD_CLIENTS or best[0][0]:
         best = polished(uplink, deadline_s, best, judged, uplink.n <= NELDER_MEAD_CLIENTS)
+    if best[0][0] and np.ptp(deadline_s) > 0:
+        best = deadline_led(uplink, deadline_s, best, judged)
     if best[0][0]:
         raise InfeasibleAllocation(
             "min-energy: no split of the band found lets every selected client upload within "
@@ -222,9 +228,9 @@ def polished(
     try:
         fixed = min_energy_shares(uplink, deadline_s)
     except InfeasibleAllocation:
-        if best[0][0]:
-            raise
-        return best
+        if best[0][0] and not np.ptp(deadline_s) > 0:
+            raise  # a common deadline: no weighting meets it either
+        return best  # deadlines of their own: a weighting may, where no fixed split does
     equal = equal_shares(uplink)
     ranked = [best, (judged(softmax(np.log(fixed))), 20, softmax(np.log(fixed)))]
 
@@ -251,6 +257,31 @@ def polished(
     )
     found = (judged(softmax(searched.x)), 23, softmax(searched.x))
     return min((best, found), key=lambda c: (c[0], c[1]))
+
+
+def deadline_led(uplink: Uplink, deadline_s: np.ndarray, late: tuple, judged) -> tuple:
+    """Where every candidate is late with deadlines of their own: the weights under which
+    each client ends at its deadline in earliest-deadline order (at_deadline.py; room left
+    for round-off), then along the geometric path from them to the late best candidate,
+    the furthest point in time by bisection (to PATH_STEP; its energy falls along the
+    path), the better of the two. `late` where no such weights exist."""
+    weights = at_deadline_weights(uplink, deadline_s * (1.0 - 2.0 * ON_TIME_MARGIN))
+    if weights is None:
+        return late
+    found = (judged(weights, fresh=True), 5, weights)
+    if found[0][0]:
+        return late
+    start, end = np.log(weights), np.log(late[2])
+    low, high = 0.0, 1.0  # the path's point low is on time, high late
+    while high - low > PATH_STEP:
+        middle = 0.5 * (low + high)
+        point = softmax((1.0 - middle) * start + middle * end)
+        judged_point = judged(point)
+        if judged_point[0]:
+            high = middle
+        else:
+            low, found = middle, min(found, (judged_point, 6, point), key=lambda c: c[0])
+    return found
 
 
 def softmax(log_weights: np.ndarray) -> np.ndarray:
