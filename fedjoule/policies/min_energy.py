@@ -84,7 +84,8 @@ def min_energy_weights(uplink: Uplink, deadline_s) -> np.ndarray:
     evaluations (docs/policies.md). Where no candidate meets the deadlines, and in the
     small case (up to NELDER_MEAD_CLIENTS clients, as the optimality test's brute force),
     `polished` searches on. Candidates are on time with ON_TIME_MARGIN to spare. With
-    deadlines of their own, where all are late, earliest-deadline-first weights are tried.
+    deadlines of their own, where all are late, earliest-deadline-first weights are tried,
+    then those ending each client at its own deadline (deadline_led).
     InfeasibleAllocation where nothing found meets the deadlines, and at once where a
     client is too slow for its own deadline even on the whole band, or where the
     least shares sending every upload by the last deadline on fixed bands sum over the band
@@ -223,8 +224,8 @@ def polished(
     weighting does either, by Jensen, the rate concave in the share), the geometric path
     from equal to it on a grid of 17 refined by minimize_scalar, then Nelder-Mead in
     log-weights from the best, of MAX_EVALUATIONS evaluations (`nelder_mead`). Where the
-    fixed-band optimum refuses per-client deadlines that a candidate already meets, that
-    candidate (a weighting may meet them where no fixed split does)."""
+    fixed-band optimum refuses deadlines of their own, `best` as it is (a weighting may
+    meet them where no fixed split does: deadline_led looks on)."""
     try:
         fixed = min_energy_shares(uplink, deadline_s)
     except InfeasibleAllocation:
