@@ -32,7 +32,7 @@ def at_deadline_weights(uplink: Uplink, deadline_s: np.ndarray) -> np.ndarray | 
         factor = np.append(factor, 1.0)  # F_j, j = 0..k
 
         def sent_bits(share: float, client=client, factor=factor, k=k) -> float:
-            return float(phase_s[: k + 1] @ uplink.client_rate_bps(client, share * factor))
+            return float(phase_s[: k + 1] @ uplink.rate_bps(share * factor, client))
 
         whole = sent_bits(1.0)
         if k == m - 1:

@@ -53,30 +53,21 @@ class Uplink:
         """Whether the rate is proportional to the share (fixed SNR or spectral efficiency)."""
         return self.fixed_se_bps_per_hz is not None or self.rx_power_w is None
 
-    def rate_bps(self, share: np.ndarray) -> np.ndarray:
-        """Each client's rate on its share of the band (0 on a share of 0)."""
+    def rate_bps(self, share: np.ndarray, client: int | None = None) -> np.ndarray:
+        """Each client's rate on its share of the band (0 on a share of 0); with `client`,
+        that one client's rate on each of the shares `share`."""
         band_hz = np.asarray(share, dtype=float) * self.bandwidth_hz
         if self.fixed_se_bps_per_hz is not None:
             return band_hz * self.fixed_se_bps_per_hz
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.rx_power_w is None:
-                snr = self.snr
+                snr = self.snr if client is None else self.snr[client]
             else:
-                snr = snr_linear(self.rx_power_w, self.noise_psd_w_per_hz, band_hz)
+                rx_w, noise = self.rx_power_w, np.asarray(self.noise_psd_w_per_hz)
+                if client is not None:
+                    rx_w, noise = rx_w[client], noise[client] if noise.ndim else noise
+                snr = snr_linear(rx_w, noise, band_hz)
             return np.where(band_hz > 0, shannon_rate_bps(band_hz, snr), 0.0)
-
-    def client_rate_bps(self, k: int, share: np.ndarray) -> np.ndarray:
-        """Client k's rate on each of the shares `share` (rate_bps of one client)."""
-        band_hz = np.asarray(share, dtype=float) * self.bandwidth_hz
-        if self.fixed_se_bps_per_hz is not None:
-            return band_hz * self.fixed_se_bps_per_hz
-        if self.rx_power_w is None:
-            return shannon_rate_bps(band_hz, self.snr[k])
-        noise = np.asarray(self.noise_psd_w_per_hz, dtype=float)
-        noise = noise[k] if noise.ndim else noise
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rate_bps = shannon_rate_bps(band_hz, snr_linear(self.rx_power_w[k], noise, band_hz))
-        return np.where(band_hz > 0, rate_bps, 0.0)
 
     def rate_slope_bps(self, share: np.ndarray) -> np.ndarray:
         """d rate / d share: W log2(1 + SNR) at a fixed SNR; with SNR = a / s over the share
